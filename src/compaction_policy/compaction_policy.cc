@@ -1,0 +1,147 @@
+#include "compaction_policy/compaction_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "absl/strings/str_format.h"
+#include "rocksdb/memtablerep.h"
+#include "rocksdb/table.h"
+
+namespace rocksort::compaction_policy {
+namespace {
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * kKiB;
+
+// Never let RocksDB slow down or stop writes: the loader is the only writer
+// and the DB is scratch, so a stall only wastes time.
+constexpr int kNeverStall = 1 << 30;
+
+}  // namespace
+
+SortPlan MakePlan(const PolicyInput& input) {
+  SortPlan plan;
+  const uint64_t budget = std::max<uint64_t>(input.memory_budget, kMiB);
+  const int threads = std::max(1, input.threads);
+  rocksdb::Options& o = plan.options;
+
+  o.create_if_missing = true;
+  o.error_if_exists = true;
+
+  // Memtables: one being filled, up to two being flushed, each budget/4, so
+  // memtables never exceed 3/4 of the budget. The vector memtable appends in
+  // O(1) and sorts once at flush time, which is exactly a run-formation sort.
+  // It does not support concurrent inserts (RocksDB 7.8.3 fails DB::Open
+  // unless allow_concurrent_memtable_write is false).
+  o.write_buffer_size = std::max<uint64_t>(budget / 4, 256 * kKiB);
+  o.max_write_buffer_number = 3;
+  o.min_write_buffer_number_to_merge = 1;
+  o.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
+  o.allow_concurrent_memtable_write = false;
+  o.enable_write_thread_adaptive_yield = false;
+  o.arena_block_size = std::max<uint64_t>(o.write_buffer_size / 8, 64 * kKiB);
+
+  o.compression = rocksdb::kSnappyCompression;
+  o.level0_slowdown_writes_trigger = kNeverStall;
+  o.level0_stop_writes_trigger = kNeverStall;
+  o.soft_pending_compaction_bytes_limit = 0;
+  o.hard_pending_compaction_bytes_limit = 0;
+  o.max_open_files = -1;  // Keep table readers open; caller raises RLIMIT_NOFILE.
+  o.avoid_flush_during_shutdown = true;  // The DB is destroyed anyway.
+  o.use_fsync = false;
+  o.paranoid_checks = true;
+  o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  o.keep_log_file_num = 1;
+  o.max_manifest_file_size = 64 * kMiB;
+  o.max_background_jobs = std::max(2, threads);
+  o.max_background_flushes = std::max(1, threads / 2 + 1);
+
+  rocksdb::BlockBasedTableOptions table;
+  // Iterators own their blocks: there is no shared cache to size, and the
+  // final merge reads every block exactly once anyway.
+  table.no_block_cache = true;
+  table.block_size = (input.disk == DiskKind::kHdd ? 256 : 64) * kKiB;
+  table.filter_policy = nullptr;  // Point lookups never happen.
+  table.cache_index_and_filter_blocks = false;
+  table.checksum = rocksdb::kCRC32c;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+
+  // Readahead per run at the final merge (and per compaction input). On a
+  // rotating disk a seek costs ~8-10 ms, the time to transfer ~1.5 MiB, so
+  // reads of >= 2 MiB keep seeks below half the time; RocksDB's own tuning
+  // guide asks for at least 2 MiB there.
+  if (input.disk == DiskKind::kHdd) {
+    plan.min_readahead = 2 * kMiB;
+    plan.max_readahead = 16 * kMiB;
+  } else {
+    plan.min_readahead = 256 * kKiB;
+    plan.max_readahead = 4 * kMiB;
+  }
+  o.compaction_readahead_size = plan.min_readahead;
+
+  plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
+  plan.merge_budget = budget / 2;
+  const uint64_t per_run_floor = plan.min_readahead + 2 * table.block_size;
+  plan.max_final_runs =
+      static_cast<int>(std::clamp<uint64_t>(plan.merge_budget / per_run_floor, 2, 4096));
+
+  if (input.size_hint == 0) {
+    // No estimate: runs are merged only at the end (intermediate merges if
+    // there are more than max_final_runs).
+    o.disable_auto_compactions = true;
+    o.compaction_style = rocksdb::kCompactionStyleUniversal;
+    o.num_levels = 1;
+  } else {
+    // Universal compaction merges runs in the background while loading
+    // continues. T = expected runs; merging groups of f ~ sqrt(T) runs makes
+    // it a two-pass merge: each record is rewritten about once in background
+    // and read once more at the end.
+    plan.background_compaction = true;
+    o.disable_auto_compactions = false;
+    o.compaction_style = rocksdb::kCompactionStyleUniversal;
+    o.num_levels = 1;
+    const double runs = std::max(
+        1.0, static_cast<double>(input.size_hint) / static_cast<double>(o.write_buffer_size));
+    const int fan_in = static_cast<int>(std::floor(std::sqrt(runs))) + 1;
+    const int width = std::clamp(fan_in, 2, plan.max_final_runs);
+    o.level0_file_num_compaction_trigger = std::max(2, 2 * width);
+    o.compaction_options_universal.min_merge_width = width;
+    o.compaction_options_universal.max_merge_width = 2 * width;
+    o.compaction_options_universal.size_ratio = 50;
+    // Never merge everything into one file: that doubles disk use and builds
+    // one oversized SST (blocks and index have 4 GiB limits).
+    o.compaction_options_universal.max_size_amplification_percent = 1 << 30;
+    // At most a few compactions at a time: each holds readahead per input.
+    o.max_background_compactions = std::clamp(threads / 2, 1, 3);
+  }
+  return plan;
+}
+
+size_t FinalReadahead(const SortPlan& plan, int runs) {
+  const auto* table =
+      plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
+  const uint64_t blocks = table != nullptr ? 2 * table->block_size : 0;
+  const uint64_t per_run = plan.merge_budget / std::max(1, runs);
+  const uint64_t readahead = per_run > blocks ? per_run - blocks : 0;
+  return static_cast<size_t>(std::clamp<uint64_t>(readahead, plan.min_readahead,
+                                                  plan.max_readahead));
+}
+
+std::string DescribePlan(const SortPlan& plan) {
+  const rocksdb::Options& o = plan.options;
+  return absl::StrFormat(
+      "write_buffer_size=%d x %d, background compaction %s%s, readahead "
+      "%d..%d KiB, final merge <= %d runs",
+      o.write_buffer_size, o.max_write_buffer_number,
+      plan.background_compaction ? "on" : "off",
+      plan.background_compaction
+          ? absl::StrFormat(" (trigger %d, width %d..%d)",
+                            o.level0_file_num_compaction_trigger,
+                            o.compaction_options_universal.min_merge_width,
+                            o.compaction_options_universal.max_merge_width)
+          : std::string(),
+      plan.min_readahead / 1024, plan.max_readahead / 1024, plan.max_final_runs);
+}
+
+}  // namespace rocksort::compaction_policy

@@ -1,0 +1,75 @@
+// File: compaction_policy/compaction_policy.h
+// -----------------------------------------------------------------------------
+// Turns the resources a sort may use (memory budget, threads, the estimated
+// data size from -s, the kind of disk) into RocksDB options and merge limits.
+// Pure functions of their inputs: no I/O, no global state, thread-safe.
+// Knows nothing about BAM; it sees keys and values as bytes.
+//
+// Memory model (B = memory budget = threads x -m):
+//   load:  memtables       3 x write_buffer_size = 3/4 B (vector memtables)
+//          loader batch    min(4 MiB, B/16)
+//   merge: per sorted run  readahead + 2 x block_size (compressed readahead
+//                          buffer plus the decoded block the iterator holds)
+//          runs at final   <= max_final_runs, so that the sum stays <= B/2
+// The fixed overhead outside B (htslib decode queues, BGZF blocks in flight,
+// RocksDB's own tables) is measured and stated in docs/design.md.
+#ifndef ROCKSORT_COMPACTION_POLICY_COMPACTION_POLICY_H_
+#define ROCKSORT_COMPACTION_POLICY_COMPACTION_POLICY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "rocksdb/options.h"
+
+namespace rocksort::compaction_policy {
+
+enum class DiskKind {
+  kSsd,  // Seeks are cheap: small readahead suffices.
+  kHdd,  // Seeks cost ~10 ms: read each run in multi-MiB chunks.
+};
+
+struct PolicyInput {
+  // Total memory the sort may use, bytes (threads x -m). Must be >= 1 MiB.
+  uint64_t memory_budget = uint64_t{768} << 20;
+  // Threads the user granted (-@, at least 1).
+  int threads = 1;
+  // Estimated uncompressed size of the data (-s). 0 = unknown: no background
+  // compaction, the final merge reads the flushed runs directly.
+  uint64_t size_hint = 0;
+  DiskKind disk = DiskKind::kSsd;
+};
+
+struct SortPlan {
+  // Complete options for the temporary DB (create_if_missing, error_if_exists,
+  // vector memtable, Snappy, no WAL-related sync, never stalling writes).
+  rocksdb::Options options;
+  // Bytes per loader WriteBatch.
+  size_t batch_bytes = 0;
+  // Whether RocksDB compacts runs in the background while loading.
+  bool background_compaction = false;
+  // Memory the final merge may spend on readahead and blocks, bytes.
+  uint64_t merge_budget = 0;
+  // Readahead per run below which the merge becomes seek-bound on this disk.
+  size_t min_readahead = 0;
+  // Readahead per run beyond which more memory buys nothing.
+  size_t max_readahead = 0;
+  // The most sorted runs the final merge may read at once (>= 2): more runs
+  // than this are first merged down with intermediate merges.
+  int max_final_runs = 0;
+};
+
+// Derives every option from `input`. REQUIRES: memory_budget >= 1 MiB.
+SortPlan MakePlan(const PolicyInput& input);
+
+// Readahead per run for a final merge over `runs` sorted runs:
+// merge_budget / runs minus the block buffers, clamped to
+// [min_readahead, max_readahead].
+size_t FinalReadahead(const SortPlan& plan, int runs);
+
+// Human-readable summary of the plan's main numbers, for -v.
+std::string DescribePlan(const SortPlan& plan);
+
+}  // namespace rocksort::compaction_policy
+
+#endif  // ROCKSORT_COMPACTION_POLICY_COMPACTION_POLICY_H_

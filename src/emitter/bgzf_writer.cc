@@ -1,0 +1,324 @@
+#include "emitter/bgzf_writer.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
+#include "libdeflate.h"
+
+namespace rocksort::emitter {
+namespace {
+
+constexpr size_t kHeaderSize = 18;  // gzip header with the 6-byte BC extra field.
+constexpr size_t kFooterSize = 8;   // CRC32 + ISIZE.
+
+constexpr char kEofBlock[28] = {
+    '\x1f', '\x8b', '\x08', '\x04', '\x00', '\x00', '\x00', '\x00', '\x00', '\xff',
+    '\x06', '\x00', 'B',    'C',    '\x02', '\x00', '\x1b', '\x00', '\x03', '\x00',
+    '\x00', '\x00', '\x00', '\x00', '\x00', '\x00', '\x00', '\x00'};
+
+void PutLe16(uint16_t v, char* p) {
+  p[0] = static_cast<char>(v);
+  p[1] = static_cast<char>(v >> 8);
+}
+void PutLe32(uint32_t v, char* p) {
+  PutLe16(static_cast<uint16_t>(v), p);
+  PutLe16(static_cast<uint16_t>(v >> 16), p + 2);
+}
+
+// libdeflate level for a zlib-style level, as htslib's bgzf_compress maps it:
+// libdeflate has levels up to 12, and its level 6 is faster than zlib's.
+int LibdeflateLevel(int level) {
+  static constexpr int kMap[] = {0, 1, 2, 3, 5, 6, 7, 8, 10, 12};
+  if (level < 0) level = 6;
+  return kMap[level > 9 ? 9 : level];
+}
+
+struct CompressorDeleter {
+  void operator()(libdeflate_compressor* c) const { libdeflate_free_compressor(c); }
+};
+using Compressor = std::unique_ptr<libdeflate_compressor, CompressorDeleter>;
+
+// Writes the member for `in` to `out`. `compressor` is null for level 0.
+size_t CompressMember(absl::string_view in, libdeflate_compressor* compressor, char* out) {
+  size_t deflated = 0;
+  if (compressor != nullptr) {
+    deflated = libdeflate_deflate_compress(compressor, in.data(), in.size(),
+                                           out + kHeaderSize,
+                                           kBgzfMaxBlock - kHeaderSize - kFooterSize);
+  }
+  if (deflated == 0) {
+    // Level 0, or data that does not shrink: one stored deflate block
+    // (BFINAL=1, BTYPE=00, LEN, NLEN), as htslib writes for level 0.
+    char* p = out + kHeaderSize;
+    p[0] = 1;
+    PutLe16(static_cast<uint16_t>(in.size()), p + 1);
+    PutLe16(static_cast<uint16_t>(~in.size()), p + 3);
+    std::memcpy(p + 5, in.data(), in.size());
+    deflated = in.size() + 5;
+  }
+  const size_t total = kHeaderSize + deflated + kFooterSize;
+  std::memcpy(out, "\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00" "BC\x02\x00", 16);
+  PutLe16(static_cast<uint16_t>(total - 1), out + 16);
+  const uint32_t crc = libdeflate_crc32(0, in.data(), in.size());
+  PutLe32(crc, out + kHeaderSize + deflated);
+  PutLe32(static_cast<uint32_t>(in.size()), out + kHeaderSize + deflated + 4);
+  return total;
+}
+
+absl::Status WriteAll(int fd, const std::string& name, const char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return absl::UnavailableError(
+          absl::StrFormat("%s: write failed: %s", name, std::strerror(errno)));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+struct Block {
+  uint64_t seq = 0;
+  size_t in_len = 0;
+  size_t out_len = 0;
+  std::unique_ptr<char[]> in{new char[kBgzfMaxInput]};
+  std::unique_ptr<char[]> out{new char[kBgzfMaxBlock]};
+};
+
+}  // namespace
+
+absl::StatusOr<size_t> CompressBgzfBlock(absl::string_view in, int level, char* out) {
+  if (in.size() > kBgzfMaxInput) {
+    return absl::InvalidArgumentError("BGZF block input larger than 0xff00 bytes");
+  }
+  Compressor compressor;
+  if (level != 0) {
+    compressor.reset(libdeflate_alloc_compressor(LibdeflateLevel(level)));
+    if (compressor == nullptr) return absl::ResourceExhaustedError("libdeflate: out of memory");
+  }
+  return CompressMember(in, compressor.get(), out);
+}
+
+absl::string_view BgzfEofBlock() { return absl::string_view(kEofBlock, sizeof(kEofBlock)); }
+
+class BgzfWriter::Impl {
+ public:
+  Impl(int fd, std::string name, const Options& options)
+      : fd_(fd), name_(std::move(name)), level_(options.level) {
+    const int threads = std::max(1, options.threads);
+    const size_t pool = 2 * static_cast<size_t>(threads) + 4;
+    storage_.reserve(pool);
+    for (size_t i = 0; i < pool; ++i) {
+      storage_.push_back(std::make_unique<Block>());
+      free_.push_back(storage_.back().get());
+    }
+    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+    writer_ = std::thread([this] { WriterLoop(); });
+  }
+
+  ~Impl() { Stop(); }
+
+  absl::Status Write(absl::string_view data) {
+    while (!data.empty()) {
+      if (current_ == nullptr) RETURN_IF_ERROR(TakeFreeBlock());
+      const size_t n = std::min(data.size(), kBgzfMaxInput - current_->in_len);
+      std::memcpy(current_->in.get() + current_->in_len, data.data(), n);
+      current_->in_len += n;
+      data.remove_prefix(n);
+      if (current_->in_len == kBgzfMaxInput) RETURN_IF_ERROR(FlushBlock());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status WriteRecord(absl::string_view record) {
+    if (current_ != nullptr && current_->in_len + record.size() > kBgzfMaxInput) {
+      RETURN_IF_ERROR(FlushBlock());
+    }
+    return Write(record);
+  }
+
+  absl::Status FlushBlock() {
+    if (current_ == nullptr || current_->in_len == 0) return absl::OkStatus();
+    absl::MutexLock lock(&mu_);
+    current_->seq = next_seq_++;
+    to_compress_.push_back(current_);
+    current_ = nullptr;
+    return error_;
+  }
+
+  absl::Status Close() {
+    RETURN_IF_ERROR(FlushBlock());
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+            return self->next_to_write_ == self->next_seq_ || !self->error_.ok();
+          },
+          this));
+      if (!error_.ok()) return error_;
+    }
+    Stop();
+    RETURN_IF_ERROR(WriteAll(fd_, name_, kEofBlock, sizeof(kEofBlock)));
+    absl::MutexLock lock(&mu_);
+    bytes_written_ += sizeof(kEofBlock);
+    return absl::OkStatus();
+  }
+
+  uint64_t bytes_written() {
+    absl::MutexLock lock(&mu_);
+    return bytes_written_;
+  }
+
+ private:
+  absl::Status TakeFreeBlock() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+          return !self->free_.empty() || !self->error_.ok();
+        },
+        this));
+    if (!error_.ok()) return error_;
+    current_ = free_.front();
+    free_.pop_front();
+    current_->in_len = 0;
+    return absl::OkStatus();
+  }
+
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    for (std::thread& t : workers_) t.join();
+    writer_.join();
+  }
+
+  void WorkerLoop() {
+    Compressor compressor;
+    if (level_ != 0) compressor.reset(libdeflate_alloc_compressor(LibdeflateLevel(level_)));
+    for (;;) {
+      Block* block;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+              return !self->to_compress_.empty() || self->stopping_;
+            },
+            this));
+        if (to_compress_.empty()) return;
+        block = to_compress_.front();
+        to_compress_.pop_front();
+        ++compressing_;
+        if (level_ != 0 && compressor == nullptr) {
+          if (error_.ok()) error_ = absl::ResourceExhaustedError("libdeflate: out of memory");
+          return;
+        }
+      }
+      block->out_len = CompressMember(absl::string_view(block->in.get(), block->in_len),
+                                      compressor.get(), block->out.get());
+      absl::MutexLock lock(&mu_);
+      --compressing_;
+      compressed_.push_back(block);
+    }
+  }
+
+  void WriterLoop() {
+    for (;;) {
+      Block* block = nullptr;
+      {
+        absl::MutexLock lock(&mu_);
+        auto ready = [](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+          for (Block* b : self->compressed_) {
+            if (b->seq == self->next_to_write_) return b;
+          }
+          return static_cast<Block*>(nullptr);
+        };
+        mu_.Await(absl::Condition(
+            +[](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+              for (Block* b : self->compressed_) {
+                if (b->seq == self->next_to_write_) return true;
+              }
+              return self->stopping_ && self->to_compress_.empty() &&
+                     self->compressing_ == 0 && self->compressed_.empty();
+            },
+            this));
+        block = ready(this);
+        if (block == nullptr) return;
+        for (auto it = compressed_.begin(); it != compressed_.end(); ++it) {
+          if (*it == block) {
+            compressed_.erase(it);
+            break;
+          }
+        }
+        if (!error_.ok()) {  // Drain without writing after a failure.
+          ++next_to_write_;
+          free_.push_back(block);
+          continue;
+        }
+      }
+      absl::Status s = WriteAll(fd_, name_, block->out.get(), block->out_len);
+      absl::MutexLock lock(&mu_);
+      if (!s.ok() && error_.ok()) error_ = s;
+      if (s.ok()) bytes_written_ += block->out_len;
+      ++next_to_write_;
+      free_.push_back(block);
+    }
+  }
+
+  // Constant after construction.
+  const int fd_;
+  const std::string name_;
+  const int level_;
+  std::vector<std::unique_ptr<Block>> storage_;
+  std::vector<std::thread> workers_;
+  std::thread writer_;
+
+  // Only touched by the caller's thread.
+  Block* current_ = nullptr;
+
+  absl::Mutex mu_;
+  std::deque<Block*> free_ ABSL_GUARDED_BY(mu_);
+  std::deque<Block*> to_compress_ ABSL_GUARDED_BY(mu_);
+  std::vector<Block*> compressed_ ABSL_GUARDED_BY(mu_);  // Done, any order.
+  int compressing_ ABSL_GUARDED_BY(mu_) = 0;  // Taken by a worker, not done.
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_to_write_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t bytes_written_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+};
+
+BgzfWriter::BgzfWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BgzfWriter::~BgzfWriter() = default;
+
+absl::StatusOr<std::unique_ptr<BgzfWriter>> BgzfWriter::Create(int fd, std::string name,
+                                                               const Options& options) {
+  if (options.level < -1 || options.level > 9) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("compression level %d is not in 0..9", options.level));
+  }
+  return std::unique_ptr<BgzfWriter>(
+      new BgzfWriter(std::make_unique<Impl>(fd, std::move(name), options)));
+}
+
+absl::Status BgzfWriter::Write(absl::string_view data) { return impl_->Write(data); }
+absl::Status BgzfWriter::WriteRecord(absl::string_view record) {
+  return impl_->WriteRecord(record);
+}
+absl::Status BgzfWriter::FlushBlock() { return impl_->FlushBlock(); }
+absl::Status BgzfWriter::Close() { return impl_->Close(); }
+uint64_t BgzfWriter::bytes_written() const { return impl_->bytes_written(); }
+
+}  // namespace rocksort::emitter

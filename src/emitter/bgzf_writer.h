@@ -1,0 +1,86 @@
+// File: emitter/bgzf_writer.h  (internal to emitter/ and its tests)
+// -----------------------------------------------------------------------------
+// A BGZF writer whose blocks are compressed in parallel by libdeflate and
+// written strictly in order, with bounded memory: a fixed pool of
+// 2 x threads + 4 blocks (each 64 KiB in, 64 KiB out) cycles between the
+// caller (filling), the workers (compressing) and one writer thread.
+//
+// Format (SAM/BAM spec 4.1): gzip members of at most 64 KiB with the "BC"
+// extra field holding the member size - 1, a CRC32 and ISIZE trailer, and the
+// 28-byte empty EOF member at the end. Input blocks hold at most 0xff00
+// bytes, as htslib's, so that even incompressible data fits a member.
+// Compression levels 1..9 map to libdeflate levels as htslib maps them
+// (1,2,3,5,6,7,8,10,12); level 0 writes stored (uncompressed) deflate blocks,
+// which is what `samtools -u` writes.
+//
+// Thread-safety: the public methods are called from one thread; the class
+// runs its own worker and writer threads internally.
+#ifndef ROCKSORT_EMITTER_BGZF_WRITER_H_
+#define ROCKSORT_EMITTER_BGZF_WRITER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace rocksort::emitter {
+
+inline constexpr size_t kBgzfMaxInput = 0xff00;
+inline constexpr size_t kBgzfMaxBlock = 0x10000;
+
+class BgzfWriter {
+ public:
+  struct Options {
+    int level = 6;    // 0..9; -1 means the htslib default (6).
+    int threads = 1;  // Compression workers, >= 1.
+  };
+
+  // Writes to `fd` (not owned; the caller closes it). `name` names the
+  // destination in error messages.
+  static absl::StatusOr<std::unique_ptr<BgzfWriter>> Create(int fd, std::string name,
+                                                            const Options& options);
+  ~BgzfWriter();  // Stops the threads; does not write the EOF block.
+
+  BgzfWriter(const BgzfWriter&) = delete;
+  BgzfWriter& operator=(const BgzfWriter&) = delete;
+
+  // Appends `data`, splitting it across blocks wherever a block fills.
+  absl::Status Write(absl::string_view data);
+
+  // Appends one record: like htslib's bgzf_flush_try + bgzf_write, starts a
+  // new block first when the record would not fit in the current one, so a
+  // record that fits in a block never straddles two (readers and indexers
+  // rely on this for cheap random access).
+  absl::Status WriteRecord(absl::string_view record);
+
+  // Ends the current block (if not empty) so the next byte starts a block.
+  absl::Status FlushBlock();
+
+  // Flushes, appends the EOF block, waits until every byte reached the fd.
+  // Returns the first error seen by any thread. Call once.
+  absl::Status Close();
+
+  // Bytes written to the fd so far (compressed).
+  uint64_t bytes_written() const;
+
+ private:
+  class Impl;
+  explicit BgzfWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Compresses `in` (at most kBgzfMaxInput bytes) into one complete BGZF member
+// at `out` (kBgzfMaxBlock bytes). Returns the member's size. `level` is 0..9.
+// Exposed for tests.
+absl::StatusOr<size_t> CompressBgzfBlock(absl::string_view in, int level, char* out);
+
+// The 28-byte BGZF end-of-file member.
+absl::string_view BgzfEofBlock();
+
+}  // namespace rocksort::emitter
+
+#endif  // ROCKSORT_EMITTER_BGZF_WRITER_H_

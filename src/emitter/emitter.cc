@@ -1,0 +1,93 @@
+#include "emitter/emitter.h"
+
+#include <climits>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "emitter/bgzf_writer.h"
+#include "rocksdb/iterator.h"
+
+namespace rocksort::emitter {
+namespace {
+
+void AppendLe32(uint32_t v, std::string* out) {
+  char b[4];
+  std::memcpy(b, &v, 4);  // The BAM format is little-endian, as is the host.
+  out->append(b, 4);
+}
+
+// How often the cancellation flag is polled.
+constexpr uint64_t kCancelCheckInterval = 4096;
+
+}  // namespace
+
+absl::StatusOr<std::string> EncodeBamHeader(const sam_hdr_t& header) {
+  sam_hdr_t* h = const_cast<sam_hdr_t*>(&header);  // htslib lacks const here.
+  const char* text = sam_hdr_str(h);
+  const size_t l_text = text != nullptr ? sam_hdr_length(h) : 0;
+  if (l_text > INT32_MAX) return absl::InvalidArgumentError("header text too long for BAM");
+  std::string out("BAM\1", 4);
+  AppendLe32(static_cast<uint32_t>(l_text), &out);
+  if (l_text > 0) out.append(text, l_text);
+  const int n_ref = sam_hdr_nref(h);
+  AppendLe32(static_cast<uint32_t>(n_ref), &out);
+  for (int i = 0; i < n_ref; ++i) {
+    const char* name = sam_hdr_tid2name(h, i);
+    const hts_pos_t len = sam_hdr_tid2len(h, i);
+    if (len > INT32_MAX) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "reference \"%s\" is %d bases long; BAM holds at most %d", name, len, INT32_MAX));
+    }
+    const size_t l_name = std::strlen(name) + 1;
+    AppendLe32(static_cast<uint32_t>(l_name), &out);
+    out.append(name, l_name);
+    AppendLe32(static_cast<uint32_t>(len), &out);
+  }
+  return out;
+}
+
+absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int fd,
+                                  const std::string& out_name, const EmitOptions& options) {
+  ASSIGN_OR_RETURN(const std::string header_bytes, EncodeBamHeader(header));
+  BgzfWriter::Options writer_options;
+  writer_options.level = options.level;
+  writer_options.threads = options.threads;
+  ASSIGN_OR_RETURN(std::unique_ptr<BgzfWriter> writer,
+                   BgzfWriter::Create(fd, out_name, writer_options));
+  RETURN_IF_ERROR(writer->Write(header_bytes));
+  RETURN_IF_ERROR(writer->FlushBlock());  // Records start a fresh block, as in htslib.
+
+  rocksdb::ReadOptions read_options;
+  read_options.fill_cache = false;  // Every block is read once.
+  read_options.verify_checksums = true;
+  read_options.readahead_size = options.readahead;
+  read_options.async_io = false;
+
+  EmitStats stats;
+  {
+    // The iterator must be destroyed before the DB; it lives in this scope.
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read_options));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const rocksdb::Slice value = it->value();
+      RETURN_IF_ERROR(writer->WriteRecord(absl::string_view(value.data(), value.size())));
+      ++stats.records;
+      stats.record_bytes += value.size();
+      if (stats.records % kCancelCheckInterval == 0 && options.cancelled != nullptr &&
+          options.cancelled->load(std::memory_order_relaxed)) {
+        return absl::CancelledError("interrupted while writing the output");
+      }
+    }
+    if (!it->status().ok()) {
+      return absl::InternalError(absl::StrCat(
+          "reading the temporary database failed: ", it->status().ToString()));
+    }
+  }
+  RETURN_IF_ERROR(writer->Close());
+  stats.bytes_written = writer->bytes_written();
+  return stats;
+}
+
+}  // namespace rocksort::emitter

@@ -1,0 +1,50 @@
+// File: emitter/emitter.h
+// -----------------------------------------------------------------------------
+// Streams the sorted records out of the temporary DB as BAM: the header,
+// then every value in key order, concatenated into BGZF blocks compressed in
+// parallel (emitter/bgzf_writer.h). Values are already BAM-encoded records
+// (loader/bam_record.h), so nothing is parsed or allocated per record.
+//
+// Owns nothing it is given. Thread-safety: one call at a time per DB; it
+// runs its own compression threads.
+#ifndef ROCKSORT_EMITTER_EMITTER_H_
+#define ROCKSORT_EMITTER_EMITTER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "htslib/sam.h"
+#include "rocksdb/db.h"
+
+namespace rocksort::emitter {
+
+struct EmitOptions {
+  int level = -1;             // BGZF level 0..9; -1 = default (6).
+  int threads = 1;            // Compression threads.
+  size_t readahead = 0;       // Per-file readahead of the DB iterator, bytes.
+  // Polled every few thousand records; Cancelled once it is true. May be null.
+  const std::atomic<bool>* cancelled = nullptr;
+};
+
+struct EmitStats {
+  uint64_t records = 0;        // Records written.
+  uint64_t record_bytes = 0;   // Their uncompressed BAM size.
+  uint64_t bytes_written = 0;  // Compressed bytes written to the fd.
+};
+
+// Serialises `header` as a BAM header (magic, text, reference list).
+// InvalidArgument when a reference is longer than BAM can describe.
+absl::StatusOr<std::string> EncodeBamHeader(const sam_hdr_t& header);
+
+// Writes a complete BAM (header, records of `db` in key order, EOF block) to
+// `fd`, which it does not close. `out_name` names the destination in errors.
+// Errors: Internal for RocksDB read errors, Unavailable for write errors,
+// Cancelled when interrupted.
+absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int fd,
+                                  const std::string& out_name, const EmitOptions& options);
+
+}  // namespace rocksort::emitter
+
+#endif  // ROCKSORT_EMITTER_EMITTER_H_

@@ -1,0 +1,79 @@
+#include "keycodec/keycodec.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace rocksort::keycodec {
+namespace {
+
+void PutBigEndian32(uint32_t v, char* out) {
+  out[0] = static_cast<char>(v >> 24);
+  out[1] = static_cast<char>(v >> 16);
+  out[2] = static_cast<char>(v >> 8);
+  out[3] = static_cast<char>(v);
+}
+
+void PutBigEndian64(uint64_t v, char* out) {
+  PutBigEndian32(static_cast<uint32_t>(v >> 32), out);
+  PutBigEndian32(static_cast<uint32_t>(v), out + 4);
+}
+
+uint32_t GetBigEndian32(const char* in) {
+  const auto* p = reinterpret_cast<const unsigned char*>(in);
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 |
+         uint32_t{p[3]};
+}
+
+}  // namespace
+
+absl::Status CheckCoordinate(int32_t tid, int64_t pos) {
+  if (tid < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reference id ", tid, " is negative"));
+  }
+  if (pos < -1 || pos > kMaxPosition) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "position ", pos, " is outside the BAM range -1..", kMaxPosition));
+  }
+  return absl::OkStatus();
+}
+
+void EncodeCoordinateKey(const CoordinateKey& key, char* out) {
+  // tid -1 becomes 0xFFFFFFFF: unmapped reads sort after every reference.
+  PutBigEndian32(static_cast<uint32_t>(key.tid), out);
+  // pos -1 becomes 0; the shifted value stays below 2^32 by the REQUIRES.
+  const uint32_t pos_strand =
+      static_cast<uint32_t>(key.pos + 1) << 1 | (key.reverse ? 1u : 0u);
+  PutBigEndian32(pos_strand, out + 4);
+  PutBigEndian64(key.seq, out + 8);
+}
+
+absl::StatusOr<CoordinateKey> DecodeCoordinateKey(absl::string_view bytes) {
+  if (bytes.size() != kCoordinateKeySize) {
+    return absl::DataLossError(absl::StrCat("coordinate key has ", bytes.size(),
+                                            " bytes, expected ",
+                                            kCoordinateKeySize));
+  }
+  CoordinateKey key;
+  key.tid = static_cast<int32_t>(GetBigEndian32(bytes.data()));
+  const uint32_t pos_strand = GetBigEndian32(bytes.data() + 4);
+  key.pos = static_cast<int64_t>(pos_strand >> 1) - 1;
+  key.reverse = (pos_strand & 1) != 0;
+  key.seq = uint64_t{GetBigEndian32(bytes.data() + 8)} << 32 |
+            GetBigEndian32(bytes.data() + 12);
+  return key;
+}
+
+bool SamtoolsCoordinateLess(const CoordinateKey& a, const CoordinateKey& b) {
+  // Mirrors bam1_cmp_core: tid as unsigned, then pos + 1, then strand.
+  const uint64_t ta = static_cast<uint32_t>(a.tid);
+  const uint64_t tb = static_cast<uint32_t>(b.tid);
+  if (ta != tb) return ta < tb;
+  const uint64_t pa = static_cast<uint64_t>(a.pos + 1);
+  const uint64_t pb = static_cast<uint64_t>(b.pos + 1);
+  if (pa != pb) return pa < pb;
+  if (a.reverse != b.reverse) return !a.reverse;
+  // samtools' merge breaks ties by input order.
+  return a.seq < b.seq;
+}
+
+}  // namespace rocksort::keycodec

@@ -1,0 +1,154 @@
+#include "loader/loader.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "keycodec/keycodec.h"
+#include "loader/bam_record.h"
+#include "rocksdb/write_batch.h"
+
+namespace rocksort::loader {
+namespace {
+
+struct BamDeleter {
+  void operator()(bam1_t* b) const { bam_destroy1(b); }
+};
+
+absl::Status RecordError(const Input& input, uint64_t record_number,
+                         const bam1_t* b, absl::string_view what) {
+  if (b != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: record %d (read \"%s\"): %s", input.name(),
+                        record_number, bam_get_qname(b), what));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s: record %d: %s", input.name(), record_number, what));
+}
+
+absl::Status FromRocks(const Input& input, const rocksdb::Status& s) {
+  return absl::InternalError(
+      absl::StrCat(input.name(), ": writing to the temporary database failed: ",
+                   s.ToString()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
+                                                   int threads) {
+  const bool is_stdin = path == "-";
+  const std::string name = is_stdin ? "stdin" : path;
+  if (!is_stdin) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) {
+      const int err = errno;
+      const std::string msg =
+          absl::StrFormat("can't open \"%s\": %s", path, std::strerror(err));
+      return err == ENOENT ? absl::NotFoundError(msg)
+                           : absl::PermissionDeniedError(msg);
+    }
+    if (S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("can't open \"%s\": is a directory", path));
+    }
+  }
+  errno = 0;
+  htsFile* file = hts_open(path.c_str(), "r");
+  if (file == nullptr) {
+    const int err = errno;
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "can't open \"%s\": %s", name,
+        err != 0 ? std::strerror(err) : "not a SAM, BAM or CRAM file"));
+  }
+  const htsFormatCategory category = hts_get_format(file)->category;
+  if (category != sequence_data) {
+    hts_close(file);
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: not an alignment file (SAM, BAM or CRAM)", name));
+  }
+  if (threads > 1 && hts_set_threads(file, threads) != 0) {
+    hts_close(file);
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("%s: can't start %d decode threads", name, threads));
+  }
+  sam_hdr_t* header = sam_hdr_read(file);
+  if (header == nullptr) {
+    hts_close(file);
+    return absl::DataLossError(
+        absl::StrFormat("%s: can't read the header (truncated or corrupt)", name));
+  }
+  return std::unique_ptr<Input>(new Input(name, file, header));
+}
+
+Input::~Input() {
+  sam_hdr_destroy(header_);
+  hts_close(file_);
+}
+
+absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
+                                      const LoadOptions& options) {
+  std::unique_ptr<bam1_t, BamDeleter> record(bam_init1());
+  if (record == nullptr) return absl::ResourceExhaustedError("out of memory");
+
+  rocksdb::WriteOptions write_options;
+  write_options.disableWAL = true;  // Scratch data: the input is the log.
+  rocksdb::WriteBatch batch(options.batch_bytes + (size_t{1} << 20));
+
+  LoadStats stats;
+  EncodedRecord encoded;
+  char key_bytes[keycodec::kCoordinateKeySize];
+  rocksdb::Slice value_slices[6];
+  const rocksdb::Slice key_slice(key_bytes, sizeof(key_bytes));
+  const rocksdb::SliceParts key_parts(&key_slice, 1);
+
+  auto flush_batch = [&]() -> absl::Status {
+    if (batch.Count() == 0) return absl::OkStatus();
+    rocksdb::Status s = db->Write(write_options, &batch);
+    if (!s.ok()) return FromRocks(input, s);
+    batch.Clear();
+    if (options.cancelled != nullptr &&
+        options.cancelled->load(std::memory_order_relaxed)) {
+      return absl::CancelledError("interrupted while loading");
+    }
+    return absl::OkStatus();
+  };
+
+  for (;;) {
+    const int r = sam_read1(input.file(), input.mutable_header(), record.get());
+    if (r == -1) break;  // End of stream.
+    const uint64_t record_number = stats.records + 1;
+    if (r < -1) {
+      return absl::DataLossError(absl::StrFormat(
+          "%s: record %d: truncated or corrupt input (htslib error %d)",
+          input.name(), record_number, r));
+    }
+    const bam1_core_t& c = record->core;
+    if (absl::Status s = keycodec::CheckCoordinate(c.tid, c.pos); !s.ok()) {
+      return RecordError(input, record_number, record.get(), s.message());
+    }
+    if (absl::Status s = EncodeBamRecord(*record, &encoded); !s.ok()) {
+      return RecordError(input, record_number, nullptr, s.message());
+    }
+    keycodec::EncodeCoordinateKey(
+        {c.tid, c.pos, (c.flag & BAM_FREVERSE) != 0, stats.records}, key_bytes);
+    for (int i = 0; i < encoded.num_parts; ++i) {
+      value_slices[i] =
+          rocksdb::Slice(encoded.parts[i].data(), encoded.parts[i].size());
+    }
+    rocksdb::Status s = batch.Put(
+        key_parts, rocksdb::SliceParts(value_slices, encoded.num_parts));
+    if (!s.ok()) return FromRocks(input, s);
+    ++stats.records;
+    stats.record_bytes += encoded.total_size;
+    if (batch.GetDataSize() >= options.batch_bytes) RETURN_IF_ERROR(flush_batch());
+  }
+  RETURN_IF_ERROR(flush_batch());
+  return stats;
+}
+
+}  // namespace rocksort::loader

@@ -1,0 +1,87 @@
+// File: loader/loader.h
+// -----------------------------------------------------------------------------
+// Reads alignment records (SAM text, BAM, SAM.gz or CRAM: whatever htslib
+// reads) from a file or stdin and writes each one to the temporary RocksDB:
+// key = keycodec coordinate key (with the record's input index as the
+// tie-breaker), value = the record's exact BAM encoding (loader/bam_record.h).
+// Writes go in large WriteBatches without WAL (the DB is scratch: a crash
+// loses nothing that the input does not still hold).
+//
+// Owns: the htsFile and header of the input (Input). Does not own the DB.
+// Thread-safety: an Input is used by one thread; htslib runs its own decode
+// threads behind it.
+#ifndef ROCKSORT_LOADER_LOADER_H_
+#define ROCKSORT_LOADER_LOADER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "htslib/sam.h"
+#include "rocksdb/db.h"
+
+namespace rocksort::loader {
+
+// An opened alignment input and its header.
+class Input {
+ public:
+  // Opens `path` ("-" for stdin) and reads its header. `threads` > 1 gives
+  // htslib a decode pool of that many threads. NotFound when the file does not
+  // exist, InvalidArgument when it is not an alignment format htslib knows,
+  // DataLoss when the header is truncated or corrupt.
+  static absl::StatusOr<std::unique_ptr<Input>> Open(const std::string& path,
+                                                     int threads);
+
+  Input(const Input&) = delete;
+  Input& operator=(const Input&) = delete;
+  ~Input();
+
+  // The input's header as read. Owned by this Input.
+  const sam_hdr_t& header() const { return *header_; }
+  sam_hdr_t* mutable_header() { return header_; }  // htslib wants non-const.
+  // "stdin" or the path, for messages.
+  const std::string& name() const { return name_; }
+  // The open file, positioned after the header. Owned by this Input.
+  htsFile* file() { return file_; }
+
+ private:
+  Input(std::string name, htsFile* file, sam_hdr_t* header)
+      : name_(std::move(name)), file_(file), header_(header) {}
+
+  std::string name_;
+  htsFile* file_;      // Owned; closed in the destructor.
+  sam_hdr_t* header_;  // Owned; destroyed in the destructor.
+};
+
+struct LoadOptions {
+  // A WriteBatch is written once it holds this many bytes. Large batches keep
+  // the per-write cost of RocksDB (write thread hand-off, memtable switch
+  // checks) negligible; the batch itself is reused, so this is also the
+  // loader's own memory use.
+  // Default: 4 MiB.
+  size_t batch_bytes = size_t{4} << 20;
+
+  // Polled between batches; when it becomes true LoadRecords stops and
+  // returns Cancelled. May be null.
+  const std::atomic<bool>* cancelled = nullptr;
+};
+
+struct LoadStats {
+  uint64_t records = 0;       // Records written to the DB.
+  uint64_t record_bytes = 0;  // Sum of their BAM encodings (uncompressed).
+};
+
+// Reads every remaining record of `input` and writes it to `db`.
+// REQUIRES: `db` is open and empty, with a bytewise comparator.
+// Errors: DataLoss for truncated or corrupt input, InvalidArgument for a
+// record BAM cannot hold, Internal for a RocksDB failure (RocksDB's text),
+// Cancelled when `options.cancelled` was set. Each message names the input
+// and the 1-based record number.
+absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
+                                      const LoadOptions& options);
+
+}  // namespace rocksort::loader
+
+#endif  // ROCKSORT_LOADER_LOADER_H_

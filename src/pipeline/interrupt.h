@@ -1,0 +1,69 @@
+// File: pipeline/interrupt.h
+// -----------------------------------------------------------------------------
+// SIGINT/SIGTERM/SIGHUP handling that never leaves temp data behind.
+//
+// InterruptGuard blocks those signals in the calling thread (construct it in
+// main() before any other thread starts, so every thread inherits the mask)
+// and receives them on a thread of its own:
+//   1st signal: sets cancelled(); the pipeline notices between batches,
+//               unwinds, and its destructors remove the temp DB and the
+//               partial output. main() then exits 128 + signal.
+//   after a grace period, or on a 2nd signal: the guard itself removes every
+//               registered path and calls _exit(128 + signal). This covers a
+//               pipeline blocked in a read from a silent pipe.
+// Removal of a path twice is harmless, so the two can overlap safely.
+//
+// Paths are registered by their owners (TempDb, OutputFile) and
+// unregistered once they are gone or committed.
+//
+// Thread-safe.
+#ifndef ROCKSORT_PIPELINE_INTERRUPT_H_
+#define ROCKSORT_PIPELINE_INTERRUPT_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace rocksort::pipeline {
+
+class CleanupRegistry {
+ public:
+  virtual ~CleanupRegistry() = default;
+  // Remove `path` (file or directory tree) if the process is interrupted.
+  virtual void Register(const std::string& path) = 0;
+  virtual void Unregister(const std::string& path) = 0;
+};
+
+class InterruptGuard : public CleanupRegistry {
+ public:
+  explicit InterruptGuard(absl::Duration grace = absl::Seconds(10));
+  ~InterruptGuard() override;  // Stops the signal thread; restores the mask.
+
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+  const std::atomic<bool>& cancelled() const;
+  // The signal received, or 0.
+  int signal_number() const;
+
+  void Register(const std::string& path) override;
+  void Unregister(const std::string& path) override;
+
+  // Tells the guard the pipeline has finished its own cleanup: no forced
+  // cleanup will run after this.
+  void Disarm();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// Removes a file or a directory tree, ignoring errors. Async-unsafe; used
+// from normal threads only.
+void RemovePathQuietly(const std::string& path);
+
+}  // namespace rocksort::pipeline
+
+#endif  // ROCKSORT_PIPELINE_INTERRUPT_H_

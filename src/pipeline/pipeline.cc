@@ -1,0 +1,216 @@
+#include "pipeline/pipeline.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "emitter/emitter.h"
+#include "loader/loader.h"
+#include "pipeline/temp_db.h"
+#include "rocksdb/metadata.h"
+
+namespace rocksort::pipeline {
+namespace {
+
+struct HeaderDeleter {
+  void operator()(sam_hdr_t* h) const { sam_hdr_destroy(h); }
+};
+using HeaderPtr = std::unique_ptr<sam_hdr_t, HeaderDeleter>;
+
+absl::Status FromRocks(const std::string& what, const rocksdb::Status& s) {
+  return absl::InternalError(absl::StrCat(what, ": ", s.ToString()));
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The output header: the input's, with @HD SO:coordinate (an @HD line is
+// added when missing), no SS (a sub-sort no longer holds after re-sorting,
+// as samtools drops it), and an @PG line unless disabled.
+absl::StatusOr<HeaderPtr> MakeOutputHeader(const sam_hdr_t& in, const SortOptions& options) {
+  HeaderPtr h(sam_hdr_dup(&in));
+  if (h == nullptr) return absl::ResourceExhaustedError("can't copy the header");
+  if (sam_hdr_update_hd(h.get(), "SO", "coordinate") != 0 &&
+      sam_hdr_add_line(h.get(), "HD", "VN", SAM_FORMAT_VERSION, "SO", "coordinate",
+                       nullptr) != 0) {
+    return absl::InvalidArgumentError("can't set @HD SO:coordinate in the header");
+  }
+  sam_hdr_remove_tag_hd(h.get(), "SS");
+  if (options.add_pg &&
+      sam_hdr_add_pg(h.get(), "rocksort", "VN", options.version.c_str(), "CL",
+                     options.command_line.c_str(), nullptr) != 0) {
+    return absl::InvalidArgumentError("can't add the @PG line to the header");
+  }
+  return h;
+}
+
+std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db) {
+  rocksdb::ColumnFamilyMetaData meta;
+  db->GetColumnFamilyMetaData(&meta);
+  std::vector<rocksdb::SstFileMetaData> runs;
+  for (const rocksdb::LevelMetaData& level : meta.levels) {
+    runs.insert(runs.end(), level.files.begin(), level.files.end());
+  }
+  // Oldest first: RocksDB only merges L0 files that are adjacent in age.
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
+    return a.smallest_seqno < b.smallest_seqno;
+  });
+  return runs;
+}
+
+// Waits until RocksDB has no compaction running or pending, then stops it
+// from starting new ones, so the set of runs is stable for the final merge.
+absl::Status QuiesceCompactions(rocksdb::DB* db, const std::atomic<bool>* cancelled) {
+  for (;;) {
+    uint64_t running = 0, pending = 0;
+    db->GetIntProperty("rocksdb.num-running-compactions", &running);
+    db->GetIntProperty("rocksdb.compaction-pending", &pending);
+    if (running == 0 && pending == 0) break;
+    if (cancelled != nullptr && cancelled->load()) {
+      return absl::CancelledError("interrupted while compacting");
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  rocksdb::Status s = db->SetOptions({{"disable_auto_compactions", "true"}});
+  if (!s.ok()) return FromRocks("can't stop background compaction", s);
+  return absl::OkStatus();
+}
+
+// Intermediate merges: while there are more runs than the final merge may
+// read, merge the cheapest window of adjacent runs (at most `fan_in`, and no
+// more than needed to reach `max_runs`) into one.
+absl::StatusOr<int> MergeDown(rocksdb::DB* db, int max_runs, int fan_in,
+                              const std::atomic<bool>* cancelled) {
+  int merges = 0;
+  for (;;) {
+    std::vector<rocksdb::SstFileMetaData> runs = SortedRuns(db);
+    const int n = static_cast<int>(runs.size());
+    if (n <= max_runs) return merges;
+    if (cancelled != nullptr && cancelled->load()) {
+      return absl::CancelledError("interrupted while merging runs");
+    }
+    const int width = std::min(fan_in, n - max_runs + 1);
+    int best = 0;
+    uint64_t best_bytes = UINT64_MAX;
+    for (int start = 0; start + width <= n; ++start) {
+      uint64_t bytes = 0;
+      for (int i = start; i < start + width; ++i) bytes += runs[i].size;
+      if (bytes < best_bytes) best_bytes = bytes, best = start;
+    }
+    std::vector<std::string> names;
+    for (int i = best; i < best + width; ++i) names.push_back(runs[i].name);
+    rocksdb::CompactionOptions compaction;
+    compaction.compression = rocksdb::kSnappyCompression;
+    rocksdb::Status s = db->CompactFiles(compaction, names, /*output_level=*/0);
+    if (!s.ok()) return FromRocks("merging sorted runs failed", s);
+    ++merges;
+  }
+}
+
+double Seconds(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
+
+}  // namespace
+
+std::string TempDirPrefix(const SortOptions& options) {
+  if (!options.temp_prefix.empty()) {
+    if (IsDirectory(options.temp_prefix)) return options.temp_prefix + "/rocksort.";
+    return options.temp_prefix + ".rocksort.";
+  }
+  if (options.output != "-") return options.output + ".rocksort.";
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string dir = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : ".";
+  return dir + "/rocksort.";
+}
+
+absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancelled,
+                     CleanupRegistry* registry, SortReport* report) {
+  SortReport local_report;
+  if (report == nullptr) report = &local_report;
+  const int threads = std::max(1, options.threads);
+
+  compaction_policy::PolicyInput policy_input;
+  policy_input.memory_budget = options.memory_per_thread * static_cast<uint64_t>(threads);
+  policy_input.threads = threads;
+  policy_input.size_hint = options.size_hint;
+  policy_input.disk = options.disk;
+  const compaction_policy::SortPlan plan = compaction_policy::MakePlan(policy_input);
+  if (options.verbosity > 0) {
+    std::fprintf(stderr, "rocksort: memory budget %llu bytes; %s\n",
+                 static_cast<unsigned long long>(policy_input.memory_budget),
+                 compaction_policy::DescribePlan(plan).c_str());
+  }
+
+  ASSIGN_OR_RETURN(std::unique_ptr<loader::Input> input,
+                   loader::Input::Open(options.input, threads));
+  ASSIGN_OR_RETURN(HeaderPtr out_header, MakeOutputHeader(input->header(), options));
+  // Fail on an unwritable output before spending hours on the sort.
+  ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> output,
+                   OutputFile::Create(options.output, registry));
+  ASSIGN_OR_RETURN(std::unique_ptr<TempDb> temp,
+                   TempDb::Create(TempDirPrefix(options), plan.options, registry));
+  if (options.verbosity > 0) {
+    std::fprintf(stderr, "rocksort: temporary database in %s\n", temp->dir().c_str());
+  }
+  rocksdb::DB* db = temp->db();
+
+  // Load.
+  absl::Time phase_start = absl::Now();
+  loader::LoadOptions load_options;
+  load_options.batch_bytes = plan.batch_bytes;
+  load_options.cancelled = cancelled;
+  ASSIGN_OR_RETURN(const loader::LoadStats loaded, loader::LoadRecords(*input, db, load_options));
+  input.reset();  // Frees the decode threads and their buffers.
+  report->records = loaded.records;
+  report->record_bytes = loaded.record_bytes;
+  report->load_seconds = Seconds(phase_start);
+
+  // Flush the last memtables so their memory is free for the merge, then
+  // settle the runs.
+  phase_start = absl::Now();
+  rocksdb::FlushOptions flush;
+  flush.wait = true;
+  flush.allow_write_stall = true;
+  if (rocksdb::Status s = db->Flush(flush); !s.ok()) {
+    return FromRocks(absl::StrCat("flushing to ", temp->dir(), " failed"), s);
+  }
+  report->runs_flushed = static_cast<int>(SortedRuns(db).size());
+  RETURN_IF_ERROR(QuiesceCompactions(db, cancelled));
+  ASSIGN_OR_RETURN(report->intermediate_merges,
+                   MergeDown(db, plan.max_final_runs, plan.max_final_runs, cancelled));
+  report->runs_merged = static_cast<int>(SortedRuns(db).size());
+  report->final_readahead = compaction_policy::FinalReadahead(plan, report->runs_merged);
+  report->merge_seconds = Seconds(phase_start);
+
+  // Emit.
+  phase_start = absl::Now();
+  emitter::EmitOptions emit_options;
+  emit_options.level = options.level;
+  emit_options.threads = threads;
+  emit_options.readahead = report->final_readahead;
+  emit_options.cancelled = cancelled;
+  ASSIGN_OR_RETURN(const emitter::EmitStats emitted,
+                   emitter::EmitBam(db, *out_header, output->fd(), output->name(), emit_options));
+  report->output_bytes = emitted.bytes_written;
+  report->emit_seconds = Seconds(phase_start);
+  if (emitted.records != loaded.records || emitted.record_bytes != loaded.record_bytes) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: wrote %d records (%d bytes) but loaded %d (%d bytes); output discarded",
+        output->name(), emitted.records, emitted.record_bytes, loaded.records,
+        loaded.record_bytes));
+  }
+  RETURN_IF_ERROR(output->Commit());
+  return temp->Destroy();
+}
+
+}  // namespace rocksort::pipeline

@@ -1,0 +1,70 @@
+// File: pipeline/pipeline.h
+// -----------------------------------------------------------------------------
+// One coordinate sort, end to end:
+//   open input (loader) -> create partial output + temporary DB (TempDb,
+//   OutputFile) -> load every record (loader) -> flush and, if there are more
+//   sorted runs than the final merge can read within the memory budget,
+//   merge them down -> stream the DB out as BAM (emitter) -> check the record
+//   count -> commit the output -> destroy the DB.
+// On any error the destructors remove the partial output and the DB.
+//
+// Thread-safety: RunSort may be called from one thread at a time per
+// options; it starts its own threads.
+#ifndef ROCKSORT_PIPELINE_PIPELINE_H_
+#define ROCKSORT_PIPELINE_PIPELINE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "compaction_policy/compaction_policy.h"
+#include "pipeline/interrupt.h"
+
+namespace rocksort::pipeline {
+
+struct SortOptions {
+  std::string input = "-";   // Path, or "-" for stdin.
+  std::string output = "-";  // Path, or "-" for stdout.
+  // -@: threads for decoding, compression and RocksDB background work;
+  // values below 1 mean 1 (samtools counts "additional" threads the same way).
+  int threads = 1;
+  uint64_t memory_per_thread = uint64_t{768} << 20;  // -m, bytes.
+  int level = -1;            // -l 0..9, -1 = default; -u sets 0.
+  // -T: where the temporary DB goes. An existing directory gets
+  // DIR/rocksort.XXXXXX, anything else is a prefix: PREFIX.rocksort.XXXXXX.
+  // Empty: beside the output file, or in $TMPDIR (else ".") for stdout.
+  std::string temp_prefix;
+  uint64_t size_hint = 0;    // -s, bytes; 0 = none.
+  compaction_policy::DiskKind disk = compaction_policy::DiskKind::kSsd;
+  bool add_pg = true;        // --no-PG clears it.
+  std::string command_line;  // For the @PG CL field.
+  std::string version;       // For the @PG VN field.
+  int verbosity = 0;         // -v: plan and statistics on stderr.
+};
+
+struct SortReport {
+  uint64_t records = 0;
+  uint64_t record_bytes = 0;     // Uncompressed BAM record bytes.
+  uint64_t output_bytes = 0;     // Compressed bytes written.
+  int runs_flushed = 0;          // Sorted runs on disk after loading.
+  int runs_merged = 0;           // Runs read by the final merge.
+  int intermediate_merges = 0;   // CompactFiles calls before the final merge.
+  size_t final_readahead = 0;
+  double load_seconds = 0;
+  double merge_seconds = 0;      // Flush, compaction wait, intermediate merges.
+  double emit_seconds = 0;
+};
+
+// The temporary directory prefix RunSort uses for `options` (see temp_prefix).
+std::string TempDirPrefix(const SortOptions& options);
+
+// Sorts options.input into options.output by coordinate.
+// `cancelled` (may be null) stops the sort with Cancelled; `registry`
+// (may be null) learns every path to remove on a forced exit.
+absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancelled,
+                     CleanupRegistry* registry, SortReport* report);
+
+}  // namespace rocksort::pipeline
+
+#endif  // ROCKSORT_PIPELINE_PIPELINE_H_

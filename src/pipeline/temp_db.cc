@@ -1,0 +1,132 @@
+#include "pipeline/temp_db.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "pipeline/interrupt.h"
+
+namespace rocksort::pipeline {
+namespace {
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix,
+                                                       const rocksdb::Options& options,
+                                                       CleanupRegistry* registry) {
+  std::string templ = prefix + "XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) {
+    const int err = errno;
+    return absl::FailedPreconditionError(
+        absl::StrFormat("can't create temporary directory \"%s\": %s", templ,
+                        std::strerror(err)));
+  }
+  std::unique_ptr<TempDb> temp(new TempDb(buf.data(), options, registry));
+  if (registry != nullptr) registry->Register(temp->dir_);
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(options, temp->db_path_, &db);
+  if (!s.ok()) {
+    return absl::InternalError(absl::StrFormat(
+        "can't create the temporary database in \"%s\": %s", temp->dir_, s.ToString()));
+  }
+  temp->db_.reset(db);
+  return temp;
+}
+
+TempDb::~TempDb() { (void)Destroy(); }
+
+absl::Status TempDb::Destroy() {
+  if (destroyed_) return absl::OkStatus();
+  destroyed_ = true;
+  absl::Status result;
+  if (db_ != nullptr) {
+    rocksdb::Status s = db_->Close();
+    db_.reset();
+    if (!s.ok() && !s.IsNotSupported()) {
+      result = absl::InternalError(
+          absl::StrFormat("closing the temporary database in \"%s\": %s", dir_, s.ToString()));
+    }
+  }
+  // DestroyDB removes what RocksDB knows it created (SSTs, MANIFEST, LOG...).
+  rocksdb::Status s = rocksdb::DestroyDB(db_path_, options_);
+  if (!s.ok() && result.ok()) {
+    result = absl::InternalError(
+        absl::StrFormat("removing the temporary database \"%s\": %s", db_path_, s.ToString()));
+  }
+  // Anything left (a file from a failed flush, the db directory itself).
+  RemovePathQuietly(dir_);
+  if (::access(dir_.c_str(), F_OK) == 0 && result.ok()) {
+    result = absl::InternalError(
+        absl::StrFormat("can't remove temporary directory \"%s\"", dir_));
+  }
+  if (registry_ != nullptr) registry_->Unregister(dir_);
+  return result;
+}
+
+absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path,
+                                                               CleanupRegistry* registry) {
+  if (path == "-") {
+    return std::unique_ptr<OutputFile>(
+        new OutputFile("stdout", "", STDOUT_FILENO, true, registry));
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("can't write \"%s\": is a directory", path));
+  }
+  std::string templ = path + ".partial.XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  const int fd = mkstemp(buf.data());
+  if (fd < 0) {
+    return absl::PermissionDeniedError(
+        absl::StrFormat("can't create \"%s\": %s", templ, ErrnoText()));
+  }
+  if (registry != nullptr) registry->Register(buf.data());
+  // mkstemp creates 0600; give the file what open(O_CREAT, 0666) would.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  (void)::fchmod(fd, 0666 & ~mask);
+  return std::unique_ptr<OutputFile>(new OutputFile(path, buf.data(), fd, false, registry));
+}
+
+OutputFile::~OutputFile() {
+  if (is_stdout_ || committed_) return;
+  if (fd_ >= 0) ::close(fd_);
+  ::unlink(partial_.c_str());
+  if (registry_ != nullptr) registry_->Unregister(partial_);
+}
+
+absl::Status OutputFile::Commit() {
+  if (is_stdout_) {
+    committed_ = true;
+    return absl::OkStatus();
+  }
+  if (::fsync(fd_) != 0) {
+    return absl::UnavailableError(absl::StrFormat("%s: fsync failed: %s", name_, ErrnoText()));
+  }
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    return absl::UnavailableError(absl::StrFormat("%s: close failed: %s", name_, ErrnoText()));
+  }
+  if (::rename(partial_.c_str(), name_.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrFormat("can't rename \"%s\" to \"%s\": %s",
+                                                  partial_, name_, ErrnoText()));
+  }
+  committed_ = true;
+  if (registry_ != nullptr) registry_->Unregister(partial_);
+  return absl::OkStatus();
+}
+
+}  // namespace rocksort::pipeline

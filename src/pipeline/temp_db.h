@@ -1,0 +1,99 @@
+// File: pipeline/temp_db.h
+// -----------------------------------------------------------------------------
+// TempDb owns the whole life of the temporary RocksDB:
+//   create a fresh directory (mkdtemp: never an existing one, so a directory
+//   left by a crashed run is neither reused nor deleted) -> open the DB ->
+//   close it -> rocksdb::DestroyDB -> remove the directory.
+// Every step after creation is undone on every path: Destroy() on success,
+// the destructor on errors and early returns, the InterruptGuard's forced
+// cleanup on signals.
+//
+// OutputFile writes the result under a temporary name beside the final one
+// and renames it only in Commit(), after the caller has verified the write;
+// if Commit() is never reached the partial file is removed, so a failed run
+// never leaves a plausible output file. "-" writes to stdout.
+//
+// Both are move-free single owners; not thread-safe.
+#ifndef ROCKSORT_PIPELINE_TEMP_DB_H_
+#define ROCKSORT_PIPELINE_TEMP_DB_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "pipeline/interrupt.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+
+namespace rocksort::pipeline {
+
+class TempDb {
+ public:
+  // Creates the directory `<prefix>XXXXXX` (mkdtemp) and opens a new DB in it.
+  // `registry` (may be null, not owned, must outlive this) learns the
+  // directory for forced cleanup. Errors name the directory.
+  static absl::StatusOr<std::unique_ptr<TempDb>> Create(const std::string& prefix,
+                                                        const rocksdb::Options& options,
+                                                        CleanupRegistry* registry);
+  ~TempDb();  // Destroy(), ignoring errors.
+
+  TempDb(const TempDb&) = delete;
+  TempDb& operator=(const TempDb&) = delete;
+
+  rocksdb::DB* db() const { return db_.get(); }
+  const std::string& dir() const { return dir_; }
+  const std::string& db_path() const { return db_path_; }
+
+  // Closes and destroys the DB and removes the directory. Idempotent.
+  absl::Status Destroy();
+
+ private:
+  TempDb(std::string dir, rocksdb::Options options, CleanupRegistry* registry)
+      : dir_(std::move(dir)), db_path_(dir_ + "/db"), options_(std::move(options)),
+        registry_(registry) {}
+
+  const std::string dir_;
+  const std::string db_path_;
+  const rocksdb::Options options_;
+  CleanupRegistry* const registry_;
+  std::unique_ptr<rocksdb::DB> db_;
+  bool destroyed_ = false;
+};
+
+class OutputFile {
+ public:
+  // "-" means stdout. Otherwise creates `<path>.partial.XXXXXX` beside `path`
+  // with the permissions a new file would get (0666 & ~umask).
+  static absl::StatusOr<std::unique_ptr<OutputFile>> Create(const std::string& path,
+                                                            CleanupRegistry* registry);
+  ~OutputFile();  // Removes the partial file unless committed.
+
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  int fd() const { return fd_; }
+  // The user-facing name: the final path, or "stdout".
+  const std::string& name() const { return name_; }
+  bool is_stdout() const { return is_stdout_; }
+
+  // Makes the output durable (fsync) and visible under its final name.
+  // REQUIRES: everything was written and verified. Errors name the file.
+  absl::Status Commit();
+
+ private:
+  OutputFile(std::string name, std::string partial, int fd, bool is_stdout,
+             CleanupRegistry* registry)
+      : name_(std::move(name)), partial_(std::move(partial)), fd_(fd),
+        is_stdout_(is_stdout), registry_(registry) {}
+
+  const std::string name_;
+  const std::string partial_;  // Empty for stdout.
+  int fd_;
+  const bool is_stdout_;
+  CleanupRegistry* const registry_;
+  bool committed_ = false;
+};
+
+}  // namespace rocksort::pipeline
+
+#endif  // ROCKSORT_PIPELINE_TEMP_DB_H_

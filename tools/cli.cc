@@ -1,0 +1,316 @@
+#include "cli.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "htslib/hts.h"
+#include "pipeline/interrupt.h"
+
+#ifndef ROCKSORT_VERSION
+#define ROCKSORT_VERSION "unknown"
+#endif
+
+namespace rocksort::tools {
+namespace {
+
+constexpr uint64_t kMinMemoryPerThread = uint64_t{1} << 20;  // As samtools.
+
+enum LongOnly { kNoPg = 256, kVersion, kDisk };
+
+std::string HumanSize(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"", "K", "M", "G", "T"};
+  int unit = 0;
+  while (unit < 4 && bytes >= 1024 && bytes % 1024 == 0) bytes /= 1024, ++unit;
+  return absl::StrCat(bytes, kUnits[unit]);
+}
+
+absl::StatusOr<int> ParseInt(const char* flag, const char* text, int min, int max) {
+  int value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < min || value > max) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("invalid %s \"%s\": expected an integer in %d..%d", flag, text, min, max));
+  }
+  return value;
+}
+
+// Raises the soft open-files limit to the hard one: the final merge keeps
+// one file open per sorted run.
+void RaiseOpenFileLimit() {
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+double CpuSeconds() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+long PeakRssKiB() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseSize(const std::string& text) {
+  std::string number = text;
+  uint64_t multiplier = 1;
+  if (!number.empty()) {
+    switch (absl::ascii_toupper(static_cast<unsigned char>(number.back()))) {
+      case 'K': multiplier = uint64_t{1} << 10; break;
+      case 'M': multiplier = uint64_t{1} << 20; break;
+      case 'G': multiplier = uint64_t{1} << 30; break;
+      case 'T': multiplier = uint64_t{1} << 40; break;
+      default: break;
+    }
+    if (multiplier != 1) number.pop_back();
+  }
+  // Only digits with at most one '.', at least one digit: rejects "", "G",
+  // "-1", "1e9", "12Q", " 5".
+  int dots = 0, digits = 0;
+  for (char c : number) {
+    if (c == '.') ++dots;
+    else if (absl::ascii_isdigit(static_cast<unsigned char>(c))) ++digits;
+    else digits = -1000;
+  }
+  double value = 0;
+  if (digits <= 0 || dots > 1 || !absl::SimpleAtod(number, &value)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "invalid size \"%s\": expected a number with an optional K, M, G or T suffix", text));
+  }
+  const double bytes = std::floor(value * static_cast<double>(multiplier));
+  if (bytes > static_cast<double>(uint64_t{1} << 62)) {
+    return absl::InvalidArgumentError(absl::StrFormat("invalid size \"%s\": too large", text));
+  }
+  return static_cast<uint64_t>(bytes);
+}
+
+std::string Usage() {
+  const pipeline::SortOptions d;
+  return absl::StrFormat(
+      "Usage: rocksort [options] [IN.bam|-] [OUT.bam]\n"
+      "       rocksort [options] -o OUT.bam [IN.bam|-]\n"
+      "\n"
+      "Sorts SAM/BAM/CRAM alignments by coordinate, like `samtools sort`, through a\n"
+      "temporary RocksDB. Input from a file or stdin (`-`, or omitted when stdin\n"
+      "is not a terminal); BAM output to OUT or stdout.\n"
+      "\n"
+      "Input/output:\n"
+      "  -o FILE       write the sorted BAM to FILE [stdout]\n"
+      "  -l INT        output compression level 0..9 [%s]\n"
+      "  -u            uncompressed BAM output (same as -l 0)\n"
+      "  --no-PG       do not add a @PG line to the header\n"
+      "\n"
+      "Resources:\n"
+      "  -@ INT        threads for decoding, sorting and compression [%d]\n"
+      "  -m SIZE       memory per thread; K/M/G suffixes are powers of 1024 [%s]\n"
+      "  -T PREFIX     temporary database at PREFIX.rocksort.XXXXXX, or inside\n"
+      "                PREFIX if it is a directory [beside the output; $TMPDIR or .\n"
+      "                when writing to stdout]\n"
+      "  -s SIZE       estimated uncompressed size of the data (about 4x the BAM);\n"
+      "                turns on background merging of runs while loading, for\n"
+      "                data many times larger than memory [off]\n"
+      "  --disk KIND   ssd or hdd: the disk under the temporary database; hdd reads\n"
+      "                each run in larger chunks [ssd]\n"
+      "\n"
+      "General:\n"
+      "  -v            print the plan and statistics on stderr\n"
+      "  -h, --help    print this help and exit\n"
+      "  --version     print the version and exit\n",
+      d.level < 0 ? "6" : absl::StrCat(d.level), d.threads, HumanSize(d.memory_per_thread));
+}
+
+absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_terminal) {
+  static const struct option kLongOptions[] = {
+      {"help", no_argument, nullptr, 'h'},
+      {"no-PG", no_argument, nullptr, kNoPg},
+      {"version", no_argument, nullptr, kVersion},
+      {"disk", required_argument, nullptr, kDisk},
+      {"verbose", no_argument, nullptr, 'v'},
+      {nullptr, 0, nullptr, 0}};
+  Command command;
+  pipeline::SortOptions& o = command.sort;
+  o.version = ROCKSORT_VERSION;
+  std::vector<std::string> args(argv, argv + argc);
+  o.command_line = absl::StrJoin(args, " ");
+  bool output_given = false;
+  bool uncompressed = false;
+
+  optind = 0;  // Full reset of getopt, so tests can parse repeatedly.
+  opterr = 0;
+  for (;;) {
+    const int c = getopt_long(argc, argv, ":o:l:u@:m:T:s:vh", kLongOptions, nullptr);
+    if (c == -1) break;
+    switch (c) {
+      case 'o':
+        o.output = optarg;
+        output_given = true;
+        break;
+      case 'l': {
+        absl::StatusOr<int> level = ParseInt("-l", optarg, 0, 9);
+        if (!level.ok()) return level.status();
+        o.level = *level;
+        break;
+      }
+      case 'u':
+        uncompressed = true;
+        break;
+      case '@': {
+        absl::StatusOr<int> threads = ParseInt("-@", optarg, 0, 1024);
+        if (!threads.ok()) return threads.status();
+        o.threads = std::max(1, *threads);
+        break;
+      }
+      case 'm': {
+        absl::StatusOr<uint64_t> size = ParseSize(optarg);
+        if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("-m: ", size.status().message()));
+        if (*size < kMinMemoryPerThread) {
+          return absl::InvalidArgumentError(
+              absl::StrFormat("-m %s is too small: at least 1M per thread", optarg));
+        }
+        o.memory_per_thread = *size;
+        break;
+      }
+      case 'T':
+        if (*optarg == '\0') return absl::InvalidArgumentError("-T needs a non-empty prefix");
+        o.temp_prefix = optarg;
+        break;
+      case 's': {
+        absl::StatusOr<uint64_t> size = ParseSize(optarg);
+        if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("-s: ", size.status().message()));
+        o.size_hint = *size;
+        break;
+      }
+      case kDisk:
+        if (std::string(optarg) == "ssd") {
+          o.disk = compaction_policy::DiskKind::kSsd;
+        } else if (std::string(optarg) == "hdd") {
+          o.disk = compaction_policy::DiskKind::kHdd;
+        } else {
+          return absl::InvalidArgumentError(
+              absl::StrFormat("invalid --disk \"%s\": expected ssd or hdd", optarg));
+        }
+        break;
+      case 'v':
+        ++o.verbosity;
+        break;
+      case kNoPg:
+        o.add_pg = false;
+        break;
+      case 'h':
+        command.action = Command::Action::kHelp;
+        return command;
+      case kVersion:
+        command.action = Command::Action::kVersion;
+        return command;
+      case ':':
+        return absl::InvalidArgumentError(
+            absl::StrFormat("option %s needs a value", argv[optind - 1]));
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrFormat("unknown option %s", argv[optind - 1]));
+    }
+  }
+  if (uncompressed) o.level = 0;
+
+  const std::vector<std::string> positional(argv + optind, argv + argc);
+  const size_t max_positional = output_given ? 1 : 2;
+  if (positional.size() > max_positional) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "too many arguments (\"%s\")", absl::StrJoin(positional, " ")));
+  }
+  if (positional.empty()) {
+    if (stdin_is_terminal) {
+      command.action = Command::Action::kHelp;
+      return command;
+    }
+    o.input = "-";
+  } else {
+    o.input = positional[0];
+    if (positional.size() == 2) o.output = positional[1];
+  }
+  if (o.output != "-" && o.output == o.input) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("output \"%s\" is the input file", o.output));
+  }
+  return command;
+}
+
+int RocksortMain(int argc, char** argv) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Command> command = ParseCommandLine(argc, argv, isatty(STDIN_FILENO) != 0);
+  if (!command.ok()) {
+    std::fprintf(stderr, "rocksort: %s\n\n%s", std::string(command.status().message()).c_str(),
+                 Usage().c_str());
+    return 1;
+  }
+  if (command->action == Command::Action::kHelp) {
+    std::fputs(Usage().c_str(), stdout);
+    return std::fflush(stdout) == 0 ? 0 : 1;
+  }
+  if (command->action == Command::Action::kVersion) {
+    std::printf("rocksort %s (htslib %s)\n", ROCKSORT_VERSION, hts_version());
+    return std::fflush(stdout) == 0 ? 0 : 1;
+  }
+#ifndef __OPTIMIZE__
+  std::fputs("rocksort: warning: built without optimisation; expect it to be slow\n", stderr);
+#endif
+  // A closed stdout must surface as a write error (EPIPE) that cleans up,
+  // not as a silent death by SIGPIPE that leaves the temp DB behind.
+  signal(SIGPIPE, SIG_IGN);
+  RaiseOpenFileLimit();
+  hts_set_log_level(command->sort.verbosity > 0 ? HTS_LOG_WARNING : HTS_LOG_ERROR);
+
+  // Before any thread starts, so all inherit the blocked signal mask.
+  pipeline::InterruptGuard guard;
+  pipeline::SortReport report;
+  const absl::Status status = pipeline::RunSort(command->sort, &guard.cancelled(), &guard, &report);
+  guard.Disarm();
+  if (guard.signal_number() != 0) {
+    std::fprintf(stderr, "rocksort: interrupted by signal %d; temporary data removed\n",
+                 guard.signal_number());
+    return 128 + guard.signal_number();
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "rocksort: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  if (command->sort.verbosity > 0) {
+    std::fprintf(stderr,
+                 "rocksort: %llu records, %llu bytes uncompressed, %llu bytes written; "
+                 "runs flushed %d, intermediate merges %d, runs at final merge %d "
+                 "(readahead %zu KiB)\n"
+                 "rocksort: load %.2f s, merge %.2f s, emit %.2f s\n"
+                 "rocksort: version %s; command line: %s\n"
+                 "rocksort: real time %.2f s, CPU %.2f s, peak RSS %.1f MiB\n",
+                 static_cast<unsigned long long>(report.records),
+                 static_cast<unsigned long long>(report.record_bytes),
+                 static_cast<unsigned long long>(report.output_bytes), report.runs_flushed,
+                 report.intermediate_merges, report.runs_merged, report.final_readahead / 1024,
+                 report.load_seconds, report.merge_seconds, report.emit_seconds,
+                 ROCKSORT_VERSION, command->sort.command_line.c_str(),
+                 absl::ToDoubleSeconds(absl::Now() - start), CpuSeconds(),
+                 PeakRssKiB() / 1024.0);
+  }
+  return 0;
+}
+
+}  // namespace rocksort::tools

@@ -1,0 +1,41 @@
+// File: tools/cli.h
+// -----------------------------------------------------------------------------
+// The rocksort command line: parsing (into pipeline::SortOptions) kept apart
+// from main() so that it can be tested, and RocksortMain(), which main()
+// calls. Flags follow samtools sort where samtools has them.
+#ifndef ROCKSORT_TOOLS_CLI_H_
+#define ROCKSORT_TOOLS_CLI_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "pipeline/pipeline.h"
+
+namespace rocksort::tools {
+
+struct Command {
+  enum class Action { kSort, kHelp, kVersion };
+  Action action = Action::kSort;
+  pipeline::SortOptions sort;
+};
+
+// Parses a size such as "768M", "2.5G", "4096" or "1T": a decimal number with
+// an optional K/M/G/T suffix (powers of 1024, case-insensitive, as samtools).
+// Strict: anything else, or a value above 2^62, is InvalidArgument.
+absl::StatusOr<uint64_t> ParseSize(const std::string& text);
+
+// Parses argv. InvalidArgument (with a message for the user) on misuse.
+// `stdin_is_terminal` decides whether a missing input means stdin or help.
+absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_terminal);
+
+// The usage text, with defaults printed from SortOptions' real defaults.
+std::string Usage();
+
+// The whole program: parse, install signal handling, sort, report.
+// Returns the process exit status (0, 1, or 128 + signal).
+int RocksortMain(int argc, char** argv);
+
+}  // namespace rocksort::tools
+
+#endif  // ROCKSORT_TOOLS_CLI_H_
