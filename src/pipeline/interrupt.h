@@ -38,7 +38,7 @@ class CleanupRegistry {
 
 class InterruptGuard : public CleanupRegistry {
  public:
-  explicit InterruptGuard(absl::Duration grace = absl::Seconds(10));
+  explicit InterruptGuard(absl::Duration grace = absl::Seconds(3));
   ~InterruptGuard() override;  // Stops the signal thread; restores the mask.
 
   InterruptGuard(const InterruptGuard&) = delete;

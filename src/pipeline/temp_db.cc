@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "pipeline/interrupt.h"
+#include "rocksdb/convenience.h"
 
 namespace rocksort::pipeline {
 namespace {
@@ -50,6 +51,8 @@ absl::Status TempDb::Destroy() {
   destroyed_ = true;
   absl::Status result;
   if (db_ != nullptr) {
+    // Abort running compactions instead of waiting for them (error paths).
+    rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
     rocksdb::Status s = db_->Close();
     db_.reset();
     if (!s.ok() && !s.IsNotSupported()) {

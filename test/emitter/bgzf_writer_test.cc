@@ -1,0 +1,123 @@
+#include "emitter/bgzf_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "htslib/bgzf.h"
+#include "test_util.h"
+
+namespace rocksort::emitter {
+namespace {
+
+using ::rocksort::testing::ScratchDir;
+
+std::string RandomBytes(size_t n, uint64_t seed, int alphabet) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>('A' + rng() % alphabet);
+  return s;
+}
+
+// Reads a BGZF file back with htslib: the ground truth for the format.
+std::string HtslibDecompress(const std::string& path) {
+  BGZF* in = bgzf_open(path.c_str(), "r");
+  EXPECT_NE(in, nullptr);
+  std::string out;
+  char buf[1 << 16];
+  ssize_t n;
+  while ((n = bgzf_read(in, buf, sizeof(buf))) > 0) out.append(buf, n);
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(bgzf_check_EOF(in), 1) << "EOF block missing";
+  bgzf_close(in);
+  return out;
+}
+
+std::string WriteWith(const std::string& path, int level, int threads,
+                      const std::vector<std::string>& records) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  EXPECT_GE(fd, 0);
+  absl::StatusOr<std::unique_ptr<BgzfWriter>> writer =
+      BgzfWriter::Create(fd, path, {level, threads});
+  EXPECT_TRUE(writer.ok());
+  std::string all;
+  for (const std::string& r : records) {
+    EXPECT_TRUE((*writer)->WriteRecord(r).ok());
+    all += r;
+  }
+  EXPECT_TRUE((*writer)->Close().ok());
+  ::close(fd);
+  return all;
+}
+
+TEST(BgzfWriter, OutputReadsBackWithHtslibAtEveryLevelAndThreadCount) {
+  ScratchDir dir;
+  std::vector<std::string> records;
+  for (int i = 0; i < 3000; ++i) records.push_back(RandomBytes(50 + i % 700, i, 4));
+  records.push_back(RandomBytes(200000, 7, 256));  // Larger than a block.
+  for (int level : {-1, 0, 1, 6, 9}) {
+    for (int threads : {1, 3}) {
+      const std::string path = dir.File("out.gz");
+      const std::string written = WriteWith(path, level, threads, records);
+      EXPECT_EQ(HtslibDecompress(path), written) << "level " << level << " threads " << threads;
+    }
+  }
+}
+
+TEST(BgzfWriter, EmptyStreamIsJustTheEofBlock) {
+  ScratchDir dir;
+  const std::string path = dir.File("empty.gz");
+  WriteWith(path, 6, 2, {});
+  EXPECT_EQ(testing::ReadFileOrDie(path), std::string(BgzfEofBlock()));
+  EXPECT_EQ(HtslibDecompress(path), "");
+}
+
+TEST(BgzfWriter, RecordThatFitsNeverStraddlesBlocks) {
+  ScratchDir dir;
+  const std::string path = dir.File("out.gz");
+  // 1000-byte records: 65 fit in a 0xff00 block, the 66th starts a new one.
+  std::vector<std::string> records(200, std::string(1000, 'r'));
+  WriteWith(path, 1, 2, records);
+  BGZF* in = bgzf_open(path.c_str(), "r");
+  ASSERT_NE(in, nullptr);
+  char buf[1000];
+  for (int i = 0; i < 200; ++i) {
+    // At each record start the virtual offset's in-block part is a multiple
+    // of the record size: no record began near a block end.
+    EXPECT_EQ((bgzf_tell(in) & 0xffff) % 1000, 0) << i;
+    ASSERT_EQ(bgzf_read(in, buf, sizeof(buf)), 1000);
+  }
+  bgzf_close(in);
+}
+
+TEST(BgzfWriter, IncompressibleBlockStillFitsOneMember) {
+  const std::string in = RandomBytes(kBgzfMaxInput, 3, 256);
+  std::string out(kBgzfMaxBlock, '\0');
+  for (int level : {0, 1, 9}) {
+    absl::StatusOr<size_t> n = CompressBgzfBlock(in, level, out.data());
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_LE(*n, kBgzfMaxBlock);
+  }
+}
+
+TEST(BgzfWriter, WriteErrorIsReportedWithName) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);  // Nobody reads: writes fail with EPIPE (SIGPIPE ignored below).
+  signal(SIGPIPE, SIG_IGN);
+  absl::StatusOr<std::unique_ptr<BgzfWriter>> writer = BgzfWriter::Create(fds[1], "pipe-out", {6, 2});
+  ASSERT_TRUE(writer.ok());
+  absl::Status status;
+  const std::string chunk = RandomBytes(100000, 1, 256);
+  for (int i = 0; i < 50 && status.ok(); ++i) status = (*writer)->Write(chunk);
+  if (status.ok()) status = (*writer)->Close();
+  ::close(fds[1]);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("pipe-out"), std::string::npos) << status;
+}
+
+}  // namespace
+}  // namespace rocksort::emitter

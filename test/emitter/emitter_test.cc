@@ -1,0 +1,84 @@
+#include "emitter/emitter.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "gtest/gtest.h"
+#include "rocksdb/db.h"
+#include "test_util.h"
+
+namespace rocksort::emitter {
+namespace {
+
+using ::rocksort::testing::ScratchDir;
+
+sam_hdr_t* ParseHeader(const std::string& text) {
+  return sam_hdr_parse(text.size(), text.c_str());
+}
+
+TEST(EmitterTest, EmptyInputWritesValidBamWithEofBlock) {
+  ScratchDir dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, dir.File("db"), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  sam_hdr_t* header = ParseHeader("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:1000\n");
+  const std::string path = dir.File("out.bam");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  absl::StatusOr<EmitStats> stats = EmitBam(db.get(), *header, fd, path, EmitOptions());
+  ::close(fd);
+  sam_hdr_destroy(header);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->records, 0u);
+  EXPECT_EQ(testing::RunCommand("samtools quickcheck -v " + path).exit_code, 0);
+  absl::StatusOr<testing::AlignmentFile> file = testing::ReadAlignmentFile(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_TRUE(file->records.empty());
+  EXPECT_EQ(file->header_without_pg, "@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:1000");
+}
+
+TEST(EmitterTest, ValuesAreWrittenInKeyOrder) {
+  ScratchDir dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, dir.File("db"), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  // Values are BAM records; keys decide the order. Write "b" then "a" with
+  // keys that put "a" first.
+  auto record = [](const char* name, int32_t pos) {
+    std::string r(36, '\0');
+    const uint32_t l_name = 2, block = 32 + l_name;
+    std::memcpy(&r[0], &block, 4);
+    int32_t tid = 0;
+    std::memcpy(&r[4], &tid, 4);
+    std::memcpy(&r[8], &pos, 4);
+    const uint32_t bin_mq_nl = 4680u << 16 | l_name;
+    std::memcpy(&r[12], &bin_mq_nl, 4);
+    const uint32_t flag_nc = 4u << 16;
+    std::memcpy(&r[16], &flag_nc, 4);
+    const int32_t minus1 = -1;
+    std::memcpy(&r[24], &minus1, 4);
+    std::memcpy(&r[28], &minus1, 4);
+    r += name;
+    r += '\0';
+    return r;
+  };
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "k2", record("b", 20)).ok());
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "k1", record("a", 10)).ok());
+  sam_hdr_t* header = ParseHeader("@SQ\tSN:chr1\tLN:1000\n");
+  const std::string path = dir.File("out.bam");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  absl::StatusOr<EmitStats> stats = EmitBam(db.get(), *header, fd, path, EmitOptions());
+  ::close(fd);
+  sam_hdr_destroy(header);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->records, 2u);
+  absl::StatusOr<testing::AlignmentFile> file = testing::ReadAlignmentFile(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->names, (std::vector<std::string>{"a", "b"}));
+}
+
+}  // namespace
+}  // namespace rocksort::emitter

@@ -1,0 +1,169 @@
+#include "pipeline/pipeline.h"
+
+#include <atomic>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "pipeline/temp_db.h"
+#include "test_util.h"
+
+namespace rocksort::pipeline {
+namespace {
+
+using ::rocksort::testing::RunCommand;
+using ::rocksort::testing::ScratchDir;
+
+// A SAM with `n` records at colliding positions on three references plus
+// unmapped reads, in scrambled order.
+std::string MakeSam(int n) {
+  std::string sam = "@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:c1\tLN:100000\n@SQ\tSN:c2\tLN:100000\n"
+                    "@SQ\tSN:c3\tLN:100000\n@RG\tID:rg1\tSM:s\n";
+  uint64_t x = 88172645463325252ULL;
+  for (int i = 0; i < n; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const int kind = static_cast<int>(x % 20);
+    const std::string seq(40 + x % 60, "ACGT"[x % 4]);
+    const std::string qual(seq.size(), static_cast<char>('!' + x % 40));
+    if (kind == 0) {
+      absl::StrAppend(&sam, "u", i, "\t4\t*\t0\t0\t*\t*\t0\t0\t", seq, "\t", qual, "\n");
+    } else {
+      absl::StrAppend(&sam, "r", i, "\t", (x >> 8) % 2 ? 16 : 0, "\tc", 1 + (x >> 9) % 3, "\t",
+                      1 + (x >> 12) % 500, "\t60\t", seq.size(), "M\t*\t0\t0\t", seq, "\t", qual,
+                      "\tRG:Z:rg1\tXI:i:", i, "\n");
+    }
+  }
+  return sam;
+}
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  SortOptions Options(const std::string& in, const std::string& out) {
+    SortOptions o;
+    o.input = in;
+    o.output = out;
+    o.version = "test";
+    o.command_line = "rocksort test";
+    return o;
+  }
+  // Sorts with samtools for the expected output.
+  std::string SamtoolsSort(const std::string& in) {
+    const std::string out = dir_.File("expected.bam");
+    const testing::CommandResult r = RunCommand("samtools sort -o " + out + " " + in);
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    return out;
+  }
+  ScratchDir dir_;
+};
+
+TEST_F(PipelineTest, SortEqualsSamtoolsAndLeavesOnlyTheOutput) {
+  const std::string in = dir_.File("in.sam");
+  testing::WriteFileOrDie(in, MakeSam(5000));
+  const std::string expected = SamtoolsSort(in);
+  SortReport report;
+  const absl::Status s = RunSort(Options(in, dir_.File("out.bam")), nullptr, nullptr, &report);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(report.records, 5000u);
+  EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
+  EXPECT_EQ(dir_.List(), (std::vector<std::string>{"expected.bam", "in.sam", "out.bam"}));
+}
+
+TEST_F(PipelineTest, TinyMemoryFlushesManyRunsAndMergesThemDown) {
+  const std::string in = dir_.File("in.sam");
+  testing::WriteFileOrDie(in, MakeSam(30000));
+  const std::string expected = SamtoolsSort(in);
+  SortOptions o = Options(in, dir_.File("out.bam"));
+  o.memory_per_thread = 1 << 20;  // 256 KiB memtables: dozens of runs.
+  SortReport report;
+  const absl::Status s = RunSort(o, nullptr, nullptr, &report);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_GT(report.runs_flushed, 10);
+  EXPECT_GT(report.intermediate_merges, 0);
+  EXPECT_LE(report.runs_merged, 2);
+  EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
+}
+
+TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
+  const std::string in = dir_.File("in.sam");
+  testing::WriteFileOrDie(in, MakeSam(30000));
+  const std::string expected = SamtoolsSort(in);
+  SortOptions o = Options(in, dir_.File("out.bam"));
+  o.memory_per_thread = 1 << 20;
+  o.threads = 2;
+  o.size_hint = 8 << 20;
+  SortReport report;
+  const absl::Status s = RunSort(o, nullptr, nullptr, &report);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
+}
+
+TEST_F(PipelineTest, CorruptInputLeavesNoOutputAndNoTempData) {
+  const std::string in = dir_.File("in.sam");
+  testing::WriteFileOrDie(in, MakeSam(100) + "bad\tline\n");
+  const absl::Status s = RunSort(Options(in, dir_.File("out.bam")), nullptr, nullptr, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("in.sam"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("record 101"), std::string::npos) << s;
+  EXPECT_EQ(dir_.List(), std::vector<std::string>{"in.sam"});
+}
+
+TEST_F(PipelineTest, CancellationLeavesNoOutputAndNoTempData) {
+  const std::string in = dir_.File("in.sam");
+  testing::WriteFileOrDie(in, MakeSam(1000));
+  std::atomic<bool> cancelled{true};
+  const absl::Status s = RunSort(Options(in, dir_.File("out.bam")), &cancelled, nullptr, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  EXPECT_EQ(dir_.List(), std::vector<std::string>{"in.sam"});
+}
+
+TEST_F(PipelineTest, TempDirectoryGoesUnderPrefixOrBesideOutput) {
+  SortOptions o = Options("in.bam", "/data/out.bam");
+  EXPECT_EQ(TempDirPrefix(o), "/data/out.bam.rocksort.");
+  o.temp_prefix = dir_.path();  // An existing directory.
+  EXPECT_EQ(TempDirPrefix(o), dir_.path() + "/rocksort.");
+  o.temp_prefix = dir_.File("tmpx");  // A prefix.
+  EXPECT_EQ(TempDirPrefix(o), dir_.File("tmpx") + ".rocksort.");
+}
+
+TEST(TempDbTest, FreshDirectoryIsNeverAnExistingOne) {
+  ScratchDir dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.error_if_exists = true;
+  const std::string prefix = dir.File("rocksort.");
+  absl::StatusOr<std::unique_ptr<TempDb>> a = TempDb::Create(prefix, options, nullptr);
+  absl::StatusOr<std::unique_ptr<TempDb>> b = TempDb::Create(prefix, options, nullptr);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE((*a)->dir(), (*b)->dir());
+  EXPECT_TRUE((*a)->Destroy().ok());
+  EXPECT_EQ(dir.List().size(), 1u);
+  b->reset();
+  EXPECT_TRUE(dir.List().empty());
+}
+
+TEST(TempDbTest, MissingParentDirectoryIsAnErrorNamingIt) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  absl::StatusOr<std::unique_ptr<TempDb>> db =
+      TempDb::Create("/nonexistent-dir-for-rocksort/x.", options, nullptr);
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.status().message().find("/nonexistent-dir-for-rocksort/x."), std::string::npos);
+}
+
+TEST(OutputFileTest, UncommittedOutputIsRemoved) {
+  ScratchDir dir;
+  {
+    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(dir.File("o.bam"), nullptr);
+    ASSERT_TRUE(out.ok());
+    ASSERT_EQ(::write((*out)->fd(), "x", 1), 1);
+    EXPECT_EQ(dir.List().size(), 1u);
+  }
+  EXPECT_TRUE(dir.List().empty());
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(dir.File("o.bam"), nullptr);
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE((*out)->Commit().ok());
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"o.bam"});
+}
+
+}  // namespace
+}  // namespace rocksort::pipeline

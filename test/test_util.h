@@ -1,0 +1,64 @@
+// Shared helpers for the rocksort tests: scratch directories, running
+// commands, and reading BAM files back with htslib for comparison.
+#ifndef ROCKSORT_TEST_TEST_UTIL_H_
+#define ROCKSORT_TEST_TEST_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace rocksort::testing {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents when
+// the object dies.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  // Names of the entries in the directory, sorted.
+  std::vector<std::string> List() const;
+
+ private:
+  std::string path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;  // 128 + signal when killed by a signal.
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+// Runs `command` with /bin/sh -c, capturing stdout and stderr.
+CommandResult RunCommand(const std::string& command);
+
+// A BAM (or SAM) read back by htslib.
+struct AlignmentFile {
+  std::string header_without_pg;     // Header text with @PG lines removed.
+  std::vector<std::string> records;  // Each decoded record: core fields + data.
+  std::vector<std::string> names;    // Read names, for diagnostics.
+};
+absl::StatusOr<AlignmentFile> ReadAlignmentFile(const std::string& path);
+
+// The decompressed bytes after the BAM header: the records exactly as stored.
+absl::StatusOr<std::string> ReadBamRecordBytes(const std::string& path);
+
+// Empty when `actual` has the same header (minus @PG) and the same records in
+// the same order as `expected`; otherwise a description of the first
+// difference.
+std::string CompareAlignmentFiles(const std::string& expected, const std::string& actual);
+
+std::string ReadFileOrDie(const std::string& path);
+void WriteFileOrDie(const std::string& path, const std::string& contents);
+
+// The test binaries' build locations (set by CMake).
+std::string RocksortBinary();
+std::string GenReadsBinary();
+
+}  // namespace rocksort::testing
+
+#endif  // ROCKSORT_TEST_TEST_UTIL_H_

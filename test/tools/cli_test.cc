@@ -1,0 +1,132 @@
+#include "cli.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "test_util.h"
+
+namespace rocksort::tools {
+namespace {
+
+using ::rocksort::testing::RunCommand;
+
+absl::StatusOr<Command> Parse(std::vector<std::string> args, bool tty = false) {
+  args.insert(args.begin(), "rocksort");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return ParseCommandLine(static_cast<int>(args.size()), argv.data(), tty);
+}
+
+TEST(ParseSize, AcceptsSamtoolsSuffixesAsPowersOf1024) {
+  EXPECT_EQ(*ParseSize("4096"), 4096u);
+  EXPECT_EQ(*ParseSize("768M"), 768ull << 20);
+  EXPECT_EQ(*ParseSize("768m"), 768ull << 20);
+  EXPECT_EQ(*ParseSize("2K"), 2048u);
+  EXPECT_EQ(*ParseSize("512G"), 512ull << 30);
+  EXPECT_EQ(*ParseSize("1T"), 1ull << 40);
+}
+
+TEST(ParseSize, FractionsAreNotTruncatedToTheIntegerPart) {
+  // samtools#319: "2.5G" was silently read as 2 bytes.
+  EXPECT_EQ(*ParseSize("2.5G"), 5ull << 29);
+}
+
+TEST(ParseSize, RejectsEverythingElse) {
+  for (const char* bad : {"", "G", "-1", "12Q", "1e9", " 5", "5 ", "1.2.3M", "0x10", "1GB"}) {
+    EXPECT_FALSE(ParseSize(bad).ok()) << bad;
+  }
+}
+
+TEST(ParseCommandLine, SamtoolsStyleFlags) {
+  absl::StatusOr<Command> c =
+      Parse({"-@", "4", "-m", "1G", "-l", "3", "-T", "/tmp/x", "-s", "512G", "--no-PG", "-o",
+             "out.bam", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  const pipeline::SortOptions& o = c->sort;
+  EXPECT_EQ(o.threads, 4);
+  EXPECT_EQ(o.memory_per_thread, 1ull << 30);
+  EXPECT_EQ(o.level, 3);
+  EXPECT_EQ(o.temp_prefix, "/tmp/x");
+  EXPECT_EQ(o.size_hint, 512ull << 30);
+  EXPECT_FALSE(o.add_pg);
+  EXPECT_EQ(o.input, "in.bam");
+  EXPECT_EQ(o.output, "out.bam");
+}
+
+TEST(ParseCommandLine, PositionalOutputAndStdin) {
+  absl::StatusOr<Command> c = Parse({"in.bam", "out.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.output, "out.bam");
+  c = Parse({"-"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.input, "-");
+  EXPECT_EQ(c->sort.output, "-");
+  c = Parse({});  // stdin is a pipe.
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->action, Command::Action::kSort);
+  c = Parse({}, /*tty=*/true);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->action, Command::Action::kHelp);
+}
+
+TEST(ParseCommandLine, UncompressedMeansLevelZero) {
+  absl::StatusOr<Command> c = Parse({"-u", "-l", "7", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.level, 0);
+}
+
+TEST(ParseCommandLine, RejectsNonsenseValues) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"-m", "0", "in.bam"},
+                                             {"-m", "12Q", "in.bam"},
+                                             {"-m", "1023K", "in.bam"},
+                                             {"-@", "-3", "in.bam"},
+                                             {"-@", "two", "in.bam"},
+                                             {"-l", "11", "in.bam"},
+                                             {"-s", "lots", "in.bam"},
+                                             {"--disk", "tape", "in.bam"},
+                                             {"-T", "", "in.bam"},
+                                             {"--bogus", "in.bam"},
+                                             {"-o", "o.bam", "in.bam", "extra.bam"},
+                                             {"a.bam", "b.bam", "c.bam"},
+                                             {"x.bam", "x.bam"},
+                                             {"in.bam", "-m"}}) {
+    EXPECT_FALSE(Parse(args).ok()) << args[0] << " " << args[1];
+  }
+}
+
+TEST(RocksortBinary, HelpGoesToStdoutWithExitZero) {
+  const testing::CommandResult r = RunCommand(testing::RocksortBinary() + " -h");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.stdout_text.find("Usage: rocksort"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("[768M]"), std::string::npos);  // Default from the struct.
+}
+
+TEST(RocksortBinary, MisuseGoesToStderrWithExitOne) {
+  const testing::CommandResult r = RunCommand(testing::RocksortBinary() + " -m 12Q in.bam");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.stderr_text.find("12Q"), std::string::npos);
+  EXPECT_NE(r.stderr_text.find("Usage:"), std::string::npos);
+  EXPECT_EQ(r.stdout_text, "");
+}
+
+TEST(RocksortBinary, MissingInputNamesTheFile) {
+  testing::ScratchDir dir;
+  const testing::CommandResult r =
+      RunCommand(testing::RocksortBinary() + " -o " + dir.File("o.bam") + " " + dir.File("nope.bam"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.stderr_text.find("nope.bam"), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("No such file"), std::string::npos) << r.stderr_text;
+  EXPECT_TRUE(dir.List().empty());
+}
+
+TEST(RocksortBinary, VersionPrintsVersion) {
+  const testing::CommandResult r = RunCommand(testing::RocksortBinary() + " --version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.stdout_text.rfind("rocksort ", 0), 0u);
+}
+
+}  // namespace
+}  // namespace rocksort::tools
