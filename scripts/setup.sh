@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs rocksort's dependencies (Debian 12 packages), builds it, and then
+# either sorts the bundled example or runs the whole test suite.
+#
+#   bash scripts/setup.sh example   # install, build, sort examples/example.bam
+#   bash scripts/setup.sh test      # install, build, run every test (CI)
+#
+# Needs root (or sudo) for apt-get on a machine that lacks the packages.
+set -euo pipefail
+
+mode="${1:-}"
+case "$mode" in
+  example|test) ;;
+  *) echo "usage: bash scripts/setup.sh example|test" >&2; exit 1 ;;
+esac
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$repo/build"
+
+packages=(
+  build-essential cmake pkg-config
+  librocksdb-dev libsnappy-dev libhts-dev libdeflate-dev libabsl-dev libgtest-dev
+  samtools time
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+jobs="$(nproc)"
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROCKSORT_BUILD_TESTS=ON >/dev/null
+cmake --build "$build" -j "$jobs"
+
+if [ "$mode" = example ]; then
+  out="$repo/build/example.sorted.bam"
+  "$build/tools/rocksort" -v -@ "$jobs" -o "$out" "$repo/examples/example.bam"
+  samtools quickcheck "$out"
+  echo "setup: sorted examples/example.bam -> build/example.sorted.bam"
+  samtools view "$out" | head -n 3 | cut -f 1-9
+else
+  cd "$build"
+  ctest -j "$jobs" --output-on-failure --timeout 900
+fi
