@@ -64,7 +64,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   table.block_size = (input.disk == DiskKind::kHdd ? 256 : 64) * kKiB;
   table.filter_policy = nullptr;  // Point lookups never happen.
   table.cache_index_and_filter_blocks = false;
-  table.checksum = rocksdb::kCRC32c;
+  // XXH3: Debian's portable RocksDB build computes CRC32c in software
+  // (Slow_CRC32 showed up at 2% of all CPU in profiles); XXH3 is far faster.
+  table.checksum = rocksdb::kXXH3;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
   // Readahead per run at the final merge (and per compaction input). On a
