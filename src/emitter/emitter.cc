@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/record_checksum.h"
 #include "common/status_macros.h"
 #include "emitter/bgzf_writer.h"
 #include "rocksdb/iterator.h"
@@ -67,12 +68,14 @@ absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int 
   read_options.async_io = false;
 
   EmitStats stats;
+  RecordChecksum checksum;
   {
     // The iterator must be destroyed before the DB; it lives in this scope.
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read_options));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       const rocksdb::Slice value = it->value();
       RETURN_IF_ERROR(writer->WriteRecord(absl::string_view(value.data(), value.size())));
+      checksum.AddRecord(value.data(), value.size());
       ++stats.records;
       stats.record_bytes += value.size();
       if (stats.records % kCancelCheckInterval == 0 && options.cancelled != nullptr &&
@@ -86,6 +89,7 @@ absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int 
     }
   }
   RETURN_IF_ERROR(writer->Close());
+  stats.checksum = checksum.value();
   stats.bytes_written = writer->bytes_written();
   return stats;
 }

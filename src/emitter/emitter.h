@@ -32,6 +32,7 @@ struct EmitStats {
   uint64_t records = 0;        // Records written.
   uint64_t record_bytes = 0;   // Their uncompressed BAM size.
   uint64_t bytes_written = 0;  // Compressed bytes written to the fd.
+  uint64_t checksum = 0;       // RecordChecksum of the records written.
 };
 
 // Serialises `header` as a BAM header (magic, text, reference list).

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/record_checksum.h"
 #include "common/status_macros.h"
 #include "keycodec/keycodec.h"
 #include "loader/bam_record.h"
@@ -100,6 +101,7 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
   rocksdb::WriteBatch batch(options.batch_bytes + (size_t{1} << 20));
 
   LoadStats stats;
+  RecordChecksum checksum;
   EncodedRecord encoded;
   char key_bytes[keycodec::kCoordinateKeySize];
   rocksdb::Slice value_slices[6];
@@ -139,7 +141,9 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
     for (int i = 0; i < encoded.num_parts; ++i) {
       value_slices[i] =
           rocksdb::Slice(encoded.parts[i].data(), encoded.parts[i].size());
+      checksum.AddPiece(encoded.parts[i].data(), encoded.parts[i].size());
     }
+    checksum.EndRecord();
     rocksdb::Status s = batch.Put(
         key_parts, rocksdb::SliceParts(value_slices, encoded.num_parts));
     if (!s.ok()) return FromRocks(input, s);
@@ -148,6 +152,7 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
     if (batch.GetDataSize() >= options.batch_bytes) RETURN_IF_ERROR(flush_batch());
   }
   RETURN_IF_ERROR(flush_batch());
+  stats.checksum = checksum.value();
   return stats;
 }
 

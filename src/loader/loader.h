@@ -71,6 +71,7 @@ struct LoadOptions {
 struct LoadStats {
   uint64_t records = 0;       // Records written to the DB.
   uint64_t record_bytes = 0;  // Sum of their BAM encodings (uncompressed).
+  uint64_t checksum = 0;      // RecordChecksum of their BAM encodings.
 };
 
 // Reads every remaining record of `input` and writes it to `db`.

@@ -121,6 +121,19 @@ double Seconds(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - st
 
 }  // namespace
 
+absl::Status VerifyIntegrity(const loader::LoadStats& loaded, const emitter::EmitStats& emitted,
+                             const std::string& output_name) {
+  if (emitted.records == loaded.records && emitted.record_bytes == loaded.record_bytes &&
+      emitted.checksum == loaded.checksum) {
+    return absl::OkStatus();
+  }
+  return absl::DataLossError(absl::StrFormat(
+      "%s: integrity check failed: wrote %d records (%d bytes, checksum %016x) but "
+      "loaded %d (%d bytes, checksum %016x); output discarded",
+      output_name, emitted.records, emitted.record_bytes, emitted.checksum, loaded.records,
+      loaded.record_bytes, loaded.checksum));
+}
+
 std::string TempDirPrefix(const SortOptions& options) {
   if (!options.temp_prefix.empty()) {
     if (IsDirectory(options.temp_prefix)) return options.temp_prefix + "/rocksort.";
@@ -202,12 +215,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
                    emitter::EmitBam(db, *out_header, output->fd(), output->name(), emit_options));
   report->output_bytes = emitted.bytes_written;
   report->emit_seconds = Seconds(phase_start);
-  if (emitted.records != loaded.records || emitted.record_bytes != loaded.record_bytes) {
-    return absl::DataLossError(absl::StrFormat(
-        "%s: wrote %d records (%d bytes) but loaded %d (%d bytes); output discarded",
-        output->name(), emitted.records, emitted.record_bytes, loaded.records,
-        loaded.record_bytes));
-  }
+  RETURN_IF_ERROR(VerifyIntegrity(loaded, emitted, output->name()));
   RETURN_IF_ERROR(output->Commit());
   return temp->Destroy();
 }

@@ -19,6 +19,8 @@
 
 #include "absl/status/status.h"
 #include "compaction_policy/compaction_policy.h"
+#include "emitter/emitter.h"
+#include "loader/loader.h"
 #include "pipeline/interrupt.h"
 
 namespace rocksort::pipeline {
@@ -55,6 +57,12 @@ struct SortReport {
   double merge_seconds = 0;      // Flush, compaction wait, intermediate merges.
   double emit_seconds = 0;
 };
+
+// End-to-end integrity check: OK when the emitter wrote exactly the records
+// the loader read (count, bytes and order-independent checksum), otherwise
+// DataLoss naming `output_name`.
+absl::Status VerifyIntegrity(const loader::LoadStats& loaded, const emitter::EmitStats& emitted,
+                             const std::string& output_name);
 
 // The temporary directory prefix RunSort uses for `options` (see temp_prefix).
 std::string TempDirPrefix(const SortOptions& options);
