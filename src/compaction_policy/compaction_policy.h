@@ -10,7 +10,8 @@
 //          loader batch    min(4 MiB, B/16)
 //   merge: per sorted run  readahead + 2 x block_size (compressed readahead
 //                          buffer plus the decoded block the iterator holds)
-//          runs at final   <= max_final_runs, so that the sum stays <= B/2
+//          runs at final   <= max_final_runs, so that the sum stays within
+//                          max(B/2, 16 MiB)
 // The fixed overhead outside B (htslib decode queues, BGZF blocks in flight,
 // RocksDB's own tables) is measured and stated in docs/design.md.
 #ifndef ROCKSORT_COMPACTION_POLICY_COMPACTION_POLICY_H_

@@ -18,9 +18,9 @@ PolicyInput Input(uint64_t budget, int threads, uint64_t size_hint = 0,
   return in;
 }
 
-TEST(CompactionPolicy, VectorMemtableNeedsSerialInserts) {
+TEST(CompactionPolicy, RunMemtableNeedsSerialInserts) {
   const SortPlan plan = MakePlan(Input(768 * kMiB, 1));
-  EXPECT_STREQ(plan.options.memtable_factory->Name(), "VectorRepFactory");
+  EXPECT_STREQ(plan.options.memtable_factory->Name(), "RocksortRunMemTableFactory");
   EXPECT_FALSE(plan.options.allow_concurrent_memtable_write);
 }
 
@@ -81,6 +81,18 @@ TEST(CompactionPolicy, FinalMergeFitsMergeBudget) {
       EXPECT_LE(per_run * plan.max_final_runs, plan.merge_budget) << budget;
     }
   }
+}
+
+}  // namespace
+}  // namespace rocksort::compaction_policy
+
+namespace rocksort::compaction_policy {
+namespace {
+
+TEST(CompactionPolicy, TinyBudgetStillMergesManyRunsAtOnce) {
+  // -m 1M: without a floor the fan-in would be 2 (binary merges).
+  const SortPlan plan = MakePlan(Input(uint64_t{1} << 20, 1));
+  EXPECT_GE(plan.max_final_runs, 16);
 }
 
 }  // namespace

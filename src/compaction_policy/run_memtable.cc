@@ -1,0 +1,178 @@
+#include "compaction_policy/run_memtable.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "rocksdb/slice.h"
+
+namespace rocksort::compaction_policy {
+namespace {
+
+using rocksdb::MemTableRep;
+using rocksdb::Slice;
+
+uint64_t LoadBigEndian64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return __builtin_bswap64(v);
+}
+
+// One memtable entry with the first 16 bytes of its user key, zero-padded,
+// as two big-endian integers. For entries a, b: prefix(a) < prefix(b)
+// implies user_key(a) < user_key(b) bytewise (a byte that differs inside the
+// prefix decides both; a padding zero only lies below a real byte when the
+// shorter key is a prefix of the longer). Equal prefixes fall back to the
+// full comparator.
+struct Item {
+  uint64_t hi;
+  uint64_t lo;
+  const char* entry;
+};
+
+Item MakeItem(const char* entry) {
+  // The entry starts with the varint32 length of the internal key, which is
+  // the user key followed by an 8-byte sequence/type trailer.
+  const Slice internal_key = rocksdb::GetLengthPrefixedSlice(entry);
+  const size_t user_key_size = internal_key.size() >= 8 ? internal_key.size() - 8 : 0;
+  char prefix[16] = {};
+  std::memcpy(prefix, internal_key.data(), std::min<size_t>(user_key_size, 16));
+  return Item{LoadBigEndian64(prefix), LoadBigEndian64(prefix + 8), entry};
+}
+
+void SortEntries(const MemTableRep::KeyComparator& compare, std::vector<const char*>* entries) {
+  std::vector<Item> items;
+  items.reserve(entries->size());
+  for (const char* e : *entries) items.push_back(MakeItem(e));
+  std::sort(items.begin(), items.end(), [&compare](const Item& a, const Item& b) {
+    if (a.hi != b.hi) return a.hi < b.hi;
+    if (a.lo != b.lo) return a.lo < b.lo;
+    return compare(a.entry, b.entry) < 0;
+  });
+  for (size_t i = 0; i < items.size(); ++i) (*entries)[i] = items[i].entry;
+}
+
+class RunMemTableRep : public MemTableRep {
+ public:
+  RunMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator)
+      : MemTableRep(allocator), compare_(compare) {}
+
+  ~RunMemTableRep() override = default;
+
+  void Insert(rocksdb::KeyHandle handle) override {
+    absl::MutexLock lock(&mu_);
+    entries_.push_back(static_cast<const char*>(handle));
+  }
+
+  bool Contains(const char* key) const override {
+    // Only used by debug checks; a linear scan is fine.
+    absl::MutexLock lock(&mu_);
+    for (const char* e : entries_) {
+      if (compare_(e, key) == 0) return true;
+    }
+    return false;
+  }
+
+  void MarkReadOnly() override {
+    absl::MutexLock lock(&mu_);
+    read_only_ = true;
+  }
+
+  size_t ApproximateMemoryUsage() override {
+    absl::MutexLock lock(&mu_);
+    return entries_.capacity() * sizeof(const char*);
+  }
+
+  Iterator* GetIterator(rocksdb::Arena* arena) override {
+    std::shared_ptr<const std::vector<const char*>> sorted;
+    {
+      absl::MutexLock lock(&mu_);
+      if (read_only_) {
+        if (sorted_ == nullptr) {
+          // Sort once, in place; later iterators share the result.
+          SortEntries(compare_, &entries_);
+          sorted_ = std::shared_ptr<const std::vector<const char*>>(
+              std::shared_ptr<void>(), &entries_);
+        }
+        sorted = sorted_;
+      } else {
+        auto copy = std::make_shared<std::vector<const char*>>(entries_);
+        SortEntries(compare_, copy.get());
+        sorted = std::move(copy);
+      }
+    }
+    if (arena == nullptr) return new SortedIterator(compare_, std::move(sorted));
+    // In arena mode RocksDB only runs the destructor and never frees the
+    // memory, and the Arena API is not public: place the iterator in memory
+    // this rep owns, released with the memtable (iterators never outlive it).
+    absl::MutexLock lock(&mu_);
+    iterator_memory_.emplace_back(new char[sizeof(SortedIterator)]);
+    return new (iterator_memory_.back().get()) SortedIterator(compare_, std::move(sorted));
+  }
+
+ private:
+  class SortedIterator : public Iterator {
+   public:
+    SortedIterator(const KeyComparator& compare,
+                   std::shared_ptr<const std::vector<const char*>> entries)
+        : compare_(compare), entries_(std::move(entries)), pos_(entries_->size()) {}
+
+    bool Valid() const override { return pos_ < entries_->size(); }
+    const char* key() const override { return (*entries_)[pos_]; }
+    void Next() override { ++pos_; }
+    void Prev() override { pos_ = pos_ == 0 ? entries_->size() : pos_ - 1; }
+    void Seek(const Slice& internal_key, const char* memtable_key) override {
+      pos_ = LowerBound(internal_key, memtable_key);
+    }
+    void SeekForPrev(const Slice& internal_key, const char* memtable_key) override {
+      // Last entry <= key.
+      size_t upper = LowerBound(internal_key, memtable_key);
+      if (upper < entries_->size() && Compare((*entries_)[upper], internal_key, memtable_key) == 0) {
+        pos_ = upper;
+      } else {
+        pos_ = upper == 0 ? entries_->size() : upper - 1;
+      }
+    }
+    void SeekToFirst() override { pos_ = 0; }
+    void SeekToLast() override { pos_ = entries_->empty() ? 0 : entries_->size() - 1; }
+
+   private:
+    int Compare(const char* entry, const Slice& internal_key, const char* memtable_key) const {
+      return memtable_key != nullptr ? compare_(entry, memtable_key)
+                                     : compare_(entry, internal_key);
+    }
+    size_t LowerBound(const Slice& internal_key, const char* memtable_key) const {
+      auto it = std::lower_bound(entries_->begin(), entries_->end(), 0,
+                                 [&](const char* entry, int) {
+                                   return Compare(entry, internal_key, memtable_key) < 0;
+                                 });
+      return static_cast<size_t>(it - entries_->begin());
+    }
+
+    const KeyComparator& compare_;
+    const std::shared_ptr<const std::vector<const char*>> entries_;
+    size_t pos_;
+  };
+
+  const KeyComparator& compare_;
+  mutable absl::Mutex mu_;
+  std::vector<const char*> entries_ ABSL_GUARDED_BY(mu_);
+  bool read_only_ ABSL_GUARDED_BY(mu_) = false;
+  // Non-owning alias of entries_ once sorted (entries_ no longer changes).
+  std::shared_ptr<const std::vector<const char*>> sorted_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<char[]>> iterator_memory_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+rocksdb::MemTableRep* RunMemTableFactory::CreateMemTableRep(
+    const rocksdb::MemTableRep::KeyComparator& compare, rocksdb::Allocator* allocator,
+    const rocksdb::SliceTransform* /*prefix_extractor*/, rocksdb::Logger* /*logger*/) {
+  return new RunMemTableRep(compare, allocator);
+}
+
+}  // namespace rocksort::compaction_policy

@@ -1,0 +1,40 @@
+// File: compaction_policy/run_memtable.h  (internal to compaction_policy/)
+// -----------------------------------------------------------------------------
+// A RocksDB memtable representation for run formation: inserts append a
+// pointer (O(1), like VectorRep), and the first iterator over a read-only
+// memtable sorts it once. Unlike VectorRep, which sorts the pointer array
+// with RocksDB's internal-key comparator (a varint decode, a virtual call and
+// a memcmp per comparison, each chasing a pointer into the arena), this sort
+// works on a contiguous array of (16-byte key prefix, pointer) items and
+// calls the full comparator only when two prefixes are equal. Keys of a sort
+// differ within their first 16 bytes (see keycodec), so that almost never
+// happens; for other keys the order is still exactly the comparator's.
+//
+// Why it matters: in profiles the comparator-driven sort was ~8% of all CPU
+// of a sort; see docs/benchmarks.md for the measured difference.
+//
+// Thread-safety: one writer (allow_concurrent_memtable_write must be false,
+// as the factory reports), any number of concurrent iterators.
+#ifndef ROCKSORT_COMPACTION_POLICY_RUN_MEMTABLE_H_
+#define ROCKSORT_COMPACTION_POLICY_RUN_MEMTABLE_H_
+
+#include "rocksdb/memtablerep.h"
+
+namespace rocksort::compaction_policy {
+
+class RunMemTableFactory : public rocksdb::MemTableRepFactory {
+ public:
+  static const char* kClassName() { return "RocksortRunMemTableFactory"; }
+  const char* Name() const override { return kClassName(); }
+
+  using rocksdb::MemTableRepFactory::CreateMemTableRep;
+  rocksdb::MemTableRep* CreateMemTableRep(const rocksdb::MemTableRep::KeyComparator& compare,
+                                          rocksdb::Allocator* allocator,
+                                          const rocksdb::SliceTransform* prefix_extractor,
+                                          rocksdb::Logger* logger) override;
+  bool IsInsertConcurrentlySupported() const override { return false; }
+};
+
+}  // namespace rocksort::compaction_policy
+
+#endif  // ROCKSORT_COMPACTION_POLICY_RUN_MEMTABLE_H_
