@@ -128,8 +128,9 @@ std::string Usage() {
       "  -s SIZE       estimated uncompressed size of the data (about 4x the BAM);\n"
       "                turns on background merging of runs while loading, for\n"
       "                data many times larger than memory [off]\n"
-      "  --disk KIND   ssd or hdd: the disk under the temporary database; hdd reads\n"
-      "                each run in larger chunks [ssd]\n"
+      "  --disk KIND   auto, ssd or hdd: the disk under the temporary database;\n"
+      "                hdd reads each run in larger chunks; auto asks sysfs whether\n"
+      "                the device rotates [auto]\n"
       "\n"
       "General:\n"
       "  -v            print the plan and statistics on stderr\n"
@@ -200,13 +201,15 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         break;
       }
       case kDisk:
-        if (std::string(optarg) == "ssd") {
+        if (std::string(optarg) == "auto") {
+          o.disk.reset();
+        } else if (std::string(optarg) == "ssd") {
           o.disk = compaction_policy::DiskKind::kSsd;
         } else if (std::string(optarg) == "hdd") {
           o.disk = compaction_policy::DiskKind::kHdd;
         } else {
           return absl::InvalidArgumentError(
-              absl::StrFormat("invalid --disk \"%s\": expected ssd or hdd", optarg));
+              absl::StrFormat("invalid --disk \"%s\": expected auto, ssd or hdd", optarg));
         }
         break;
       case 'v':

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "compaction_policy/disk_detect.h"
 #include "emitter/emitter.h"
 #include "loader/loader.h"
 #include "pipeline/temp_db.h"
@@ -151,14 +153,28 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   if (report == nullptr) report = &local_report;
   const int threads = std::max(1, options.threads);
 
+  const std::string temp_prefix = TempDirPrefix(options);
+  if (options.disk.has_value()) {
+    report->disk = *options.disk;
+    report->disk_reason = "--disk";
+  } else {
+    const std::string temp_parent = std::filesystem::path(temp_prefix).parent_path().string();
+    const compaction_policy::DiskDetection detected =
+        compaction_policy::DetectDiskKind(temp_parent.empty() ? "." : temp_parent);
+    report->disk = detected.kind;
+    report->disk_reason = detected.reason;
+  }
+
   compaction_policy::PolicyInput policy_input;
   policy_input.memory_budget = options.memory_per_thread * static_cast<uint64_t>(threads);
   policy_input.threads = threads;
   policy_input.size_hint = options.size_hint;
-  policy_input.disk = options.disk;
+  policy_input.disk = report->disk;
   const compaction_policy::SortPlan plan = compaction_policy::MakePlan(policy_input);
   if (options.verbosity > 0) {
-    std::fprintf(stderr, "rocksort: memory budget %llu bytes; %s\n",
+    std::fprintf(stderr, "rocksort: disk profile %s (%s); memory budget %llu bytes; %s\n",
+                 report->disk == compaction_policy::DiskKind::kHdd ? "hdd" : "ssd",
+                 report->disk_reason.c_str(),
                  static_cast<unsigned long long>(policy_input.memory_budget),
                  compaction_policy::DescribePlan(plan).c_str());
   }
@@ -170,7 +186,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> output,
                    OutputFile::Create(options.output, registry));
   ASSIGN_OR_RETURN(std::unique_ptr<TempDb> temp,
-                   TempDb::Create(TempDirPrefix(options), plan.options, registry));
+                   TempDb::Create(temp_prefix, plan.options, registry));
   if (options.verbosity > 0) {
     std::fprintf(stderr, "rocksort: temporary database in %s\n", temp->dir().c_str());
   }

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -38,7 +39,9 @@ struct SortOptions {
   // Empty: beside the output file, or in $TMPDIR (else ".") for stdout.
   std::string temp_prefix;
   uint64_t size_hint = 0;    // -s, bytes; 0 = none.
-  compaction_policy::DiskKind disk = compaction_policy::DiskKind::kSsd;
+  // --disk: the kind of disk under the temporary DB; empty = detect it from
+  // sysfs (compaction_policy/disk_detect.h).
+  std::optional<compaction_policy::DiskKind> disk;
   bool add_pg = true;        // --no-PG clears it.
   std::string command_line;  // For the @PG CL field.
   std::string version;       // For the @PG VN field.
@@ -46,6 +49,8 @@ struct SortOptions {
 };
 
 struct SortReport {
+  compaction_policy::DiskKind disk = compaction_policy::DiskKind::kSsd;
+  std::string disk_reason;       // How the disk kind was decided.
   uint64_t records = 0;
   uint64_t record_bytes = 0;     // Uncompressed BAM record bytes.
   uint64_t output_bytes = 0;     // Compressed bytes written.

@@ -1,0 +1,76 @@
+#include "compaction_policy/disk_detect.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace rocksort::compaction_policy {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Returns 1 (rotating), 0 (not) or -1 (unknown) for a block device directory
+// in /sys/devices/..., following partitions and stacked devices.
+int Rotational(const fs::path& device, std::string* name, int depth) {
+  if (depth > 8) return -1;
+  std::error_code ec;
+  std::vector<fs::path> slaves;
+  for (const auto& entry : fs::directory_iterator(device / "slaves", ec)) {
+    slaves.push_back(fs::canonical(entry.path(), ec));
+  }
+  if (!slaves.empty()) {  // device-mapper, md: rotating if any part rotates.
+    int result = 0;
+    for (const fs::path& slave : slaves) {
+      const int r = Rotational(slave, name, depth + 1);
+      if (r == 1) return 1;
+      if (r < 0) result = -1;
+    }
+    return result;
+  }
+  fs::path disk = device;
+  if (fs::exists(device / "partition", ec)) disk = device.parent_path();
+  std::ifstream in(disk / "queue" / "rotational");
+  int value = -1;
+  if (!(in >> value)) return -1;
+  *name = disk.filename().string();
+  return value == 1 ? 1 : 0;
+}
+
+}  // namespace
+
+DiskDetection DetectDiskKind(const std::string& path, const std::string& sysfs_root) {
+  DiskDetection result;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    result.reason = absl::StrCat("can't stat ", path, "; assuming ssd");
+    return result;
+  }
+  if (major(st.st_dev) == 0) {
+    result.reason = "no block device (tmpfs, overlay or network filesystem)";
+    return result;
+  }
+  std::error_code ec;
+  const fs::path link =
+      fs::path(sysfs_root) / "dev" / "block" / absl::StrCat(major(st.st_dev), ":", minor(st.st_dev));
+  const fs::path device = fs::canonical(link, ec);
+  if (ec) {
+    result.reason = absl::StrCat(link.string(), " not found; assuming ssd");
+    return result;
+  }
+  std::string name = device.filename().string();
+  const int rotational = Rotational(device, &name, 0);
+  if (rotational < 0) {
+    result.reason = absl::StrCat(name, ": rotational flag unreadable; assuming ssd");
+  } else {
+    result.kind = rotational == 1 ? DiskKind::kHdd : DiskKind::kSsd;
+    result.reason = absl::StrCat(name, rotational == 1 ? ": rotational" : ": not rotational");
+  }
+  return result;
+}
+
+}  // namespace rocksort::compaction_policy

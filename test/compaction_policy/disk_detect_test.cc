@@ -1,0 +1,77 @@
+#include "compaction_policy/disk_detect.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "test_util.h"
+
+namespace rocksort::compaction_policy {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fake /sys in which the scratch directory's own device number points at
+// `device` (a path below <root>/devices).
+class DiskDetectTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    struct stat st;
+    ASSERT_EQ(::stat(dir_.path().c_str(), &st), 0);
+    if (major(st.st_dev) == 0) GTEST_SKIP() << "scratch dir has no block device";
+    dev_ = absl::StrCat(major(st.st_dev), ":", minor(st.st_dev));
+    root_ = dir_.File("sys");
+    fs::create_directories(root_ + "/dev/block");
+  }
+  void Disk(const std::string& rel, int rotational) {
+    fs::create_directories(root_ + "/devices/" + rel + "/queue");
+    testing::WriteFileOrDie(root_ + "/devices/" + rel + "/queue/rotational",
+                            absl::StrCat(rotational, "\n"));
+  }
+  void Link(const std::string& rel) {
+    fs::create_directory_symlink(root_ + "/devices/" + rel, root_ + "/dev/block/" + dev_);
+  }
+  DiskDetection Detect() { return DetectDiskKind(dir_.path(), root_); }
+
+  testing::ScratchDir dir_;
+  std::string dev_, root_;
+};
+
+TEST_F(DiskDetectTest, RotationalDiskIsHdd) {
+  Disk("sda", 1);
+  Link("sda");
+  EXPECT_EQ(Detect().kind, DiskKind::kHdd);
+}
+
+TEST_F(DiskDetectTest, PartitionUsesItsParentDisk) {
+  Disk("nvme0n1", 0);
+  fs::create_directories(root_ + "/devices/nvme0n1/nvme0n1p2");
+  testing::WriteFileOrDie(root_ + "/devices/nvme0n1/nvme0n1p2/partition", "2\n");
+  Link("nvme0n1/nvme0n1p2");
+  const DiskDetection d = Detect();
+  EXPECT_EQ(d.kind, DiskKind::kSsd);
+  EXPECT_EQ(d.reason, "nvme0n1: not rotational");
+}
+
+TEST_F(DiskDetectTest, DeviceMapperOverAnyRotatingDiskIsHdd) {
+  Disk("sdb", 0);
+  Disk("sdc", 1);
+  fs::create_directories(root_ + "/devices/dm-0/slaves");
+  fs::create_directory_symlink(root_ + "/devices/sdb", root_ + "/devices/dm-0/slaves/sdb");
+  fs::create_directory_symlink(root_ + "/devices/sdc", root_ + "/devices/dm-0/slaves/sdc");
+  Link("dm-0");
+  EXPECT_EQ(Detect().kind, DiskKind::kHdd);
+}
+
+TEST_F(DiskDetectTest, UnknownDeviceFallsBackToSsdWithReason) {
+  const DiskDetection d = Detect();  // No link for the device.
+  EXPECT_EQ(d.kind, DiskKind::kSsd);
+  EXPECT_NE(d.reason.find("assuming ssd"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rocksort::compaction_policy
