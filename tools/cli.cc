@@ -5,7 +5,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <vector>
 
@@ -27,7 +29,7 @@ namespace {
 
 constexpr uint64_t kMinMemoryPerThread = uint64_t{1} << 20;  // As samtools.
 
-enum LongOnly { kNoPg = 256, kVersion, kDisk };
+enum LongOnly { kNoPg = 256, kVersion, kDisk, kNoCompaction, kStatsJson };
 
 std::string HumanSize(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"", "K", "M", "G", "T"};
@@ -126,14 +128,17 @@ std::string Usage() {
       "                PREFIX if it is a directory [beside the output; $TMPDIR or .\n"
       "                when writing to stdout]\n"
       "  -s SIZE       estimated uncompressed size of the data (about 4x the BAM);\n"
-      "                turns on background merging of runs while loading, for\n"
-      "                data many times larger than memory [off]\n"
+      "                runs are merged in the background while loading when the\n"
+      "                data is many times larger than memory; 0 = never\n"
+      "                [estimated from the input file; adaptive for a pipe]\n"
+      "  --no-compaction  same as -s 0: merge runs only at the end\n"
       "  --disk KIND   auto, ssd or hdd: the disk under the temporary database;\n"
       "                hdd reads each run in larger chunks; auto asks sysfs whether\n"
       "                the device rotates [auto]\n"
       "\n"
       "General:\n"
       "  -v            print the plan and statistics on stderr\n"
+      "  --stats-json FILE  write the statistics as JSON to FILE\n"
       "  -h, --help    print this help and exit\n"
       "  --version     print the version and exit\n",
       d.level < 0 ? "6" : absl::StrCat(d.level), d.threads, HumanSize(d.memory_per_thread));
@@ -145,6 +150,8 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       {"no-PG", no_argument, nullptr, kNoPg},
       {"version", no_argument, nullptr, kVersion},
       {"disk", required_argument, nullptr, kDisk},
+      {"no-compaction", no_argument, nullptr, kNoCompaction},
+      {"stats-json", required_argument, nullptr, kStatsJson},
       {"verbose", no_argument, nullptr, 'v'},
       {nullptr, 0, nullptr, 0}};
   Command command;
@@ -215,6 +222,13 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       case 'v':
         ++o.verbosity;
         break;
+      case kNoCompaction:
+        o.size_hint = 0;
+        break;
+      case kStatsJson:
+        if (*optarg == '\0') return absl::InvalidArgumentError("--stats-json needs a file name");
+        command.stats_json = optarg;
+        break;
       case kNoPg:
         o.add_pg = false;
         break;
@@ -257,6 +271,29 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   return command;
 }
 
+std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, double cpu_seconds,
+                       long peak_rss_kib) {
+  return absl::StrFormat(
+      "{\n"
+      "  \"records\": %d,\n  \"uncompressed_bytes\": %d,\n  \"size_hint_bytes\": %d,\n"
+      "  \"size_hint_source\": \"%s\",\n  \"output_bytes\": %d,\n"
+      "  \"disk_profile\": \"%s\",\n  \"compaction_mode\": \"%s\",\n"
+      "  \"adaptive_compaction_started\": %s,\n"
+      "  \"runs_flushed\": %d,\n  \"flush_bytes\": %d,\n  \"compactions\": %d,\n"
+      "  \"compaction_bytes\": %d,\n  \"write_amplification\": %.3f,\n"
+      "  \"intermediate_merges\": %d,\n  \"runs_at_final_merge\": %d,\n"
+      "  \"final_readahead_bytes\": %d,\n  \"peak_temp_bytes\": %d,\n"
+      "  \"load_seconds\": %.3f,\n  \"merge_seconds\": %.3f,\n  \"emit_seconds\": %.3f,\n"
+      "  \"wall_seconds\": %.3f,\n  \"cpu_seconds\": %.3f,\n  \"peak_rss_bytes\": %d\n"
+      "}\n",
+      r.records, r.record_bytes, r.size_hint, r.size_hint_source, r.output_bytes,
+      r.disk == compaction_policy::DiskKind::kHdd ? "hdd" : "ssd", r.compaction_mode,
+      r.adaptive_compaction_started ? "true" : "false", r.runs_flushed, r.flush_bytes,
+      r.compactions, r.compaction_bytes, r.write_amplification(), r.intermediate_merges,
+      r.runs_merged, r.final_readahead, r.peak_temp_bytes, r.load_seconds, r.merge_seconds,
+      r.emit_seconds, wall_seconds, cpu_seconds, static_cast<int64_t>(peak_rss_kib) * 1024);
+}
+
 int RocksortMain(int argc, char** argv) {
   const absl::Time start = absl::Now();
   absl::StatusOr<Command> command = ParseCommandLine(argc, argv, isatty(STDIN_FILENO) != 0);
@@ -296,22 +333,37 @@ int RocksortMain(int argc, char** argv) {
     std::fprintf(stderr, "rocksort: %s\n", std::string(status.message()).c_str());
     return 1;
   }
+  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   if (command->sort.verbosity > 0) {
-    std::fprintf(stderr,
-                 "rocksort: %llu records, %llu bytes uncompressed, %llu bytes written; "
-                 "runs flushed %d, intermediate merges %d, runs at final merge %d "
-                 "(readahead %zu KiB)\n"
-                 "rocksort: load %.2f s, merge %.2f s, emit %.2f s\n"
-                 "rocksort: version %s; command line: %s\n"
-                 "rocksort: real time %.2f s, CPU %.2f s, peak RSS %.1f MiB\n",
-                 static_cast<unsigned long long>(report.records),
-                 static_cast<unsigned long long>(report.record_bytes),
-                 static_cast<unsigned long long>(report.output_bytes), report.runs_flushed,
-                 report.intermediate_merges, report.runs_merged, report.final_readahead / 1024,
-                 report.load_seconds, report.merge_seconds, report.emit_seconds,
-                 ROCKSORT_VERSION, command->sort.command_line.c_str(),
-                 absl::ToDoubleSeconds(absl::Now() - start), CpuSeconds(),
-                 PeakRssKiB() / 1024.0);
+    std::fprintf(
+        stderr,
+        "rocksort: %llu records, %llu bytes uncompressed (planned with %llu: %s), "
+        "%llu bytes written\n"
+        "rocksort: runs flushed %d (%llu bytes), compactions %d (%llu bytes, write "
+        "amplification %.2f), intermediate merges %d, runs at final merge %d (readahead "
+        "%zu KiB), peak temp %llu bytes\n"
+        "rocksort: load %.2f s, merge %.2f s, emit %.2f s\n"
+        "rocksort: version %s; command line: %s\n"
+        "rocksort: real time %.2f s, CPU %.2f s, peak RSS %.1f MiB\n",
+        static_cast<unsigned long long>(report.records),
+        static_cast<unsigned long long>(report.record_bytes),
+        static_cast<unsigned long long>(report.size_hint), report.size_hint_source.c_str(),
+        static_cast<unsigned long long>(report.output_bytes), report.runs_flushed,
+        static_cast<unsigned long long>(report.flush_bytes), report.compactions,
+        static_cast<unsigned long long>(report.compaction_bytes), report.write_amplification(),
+        report.intermediate_merges, report.runs_merged, report.final_readahead / 1024,
+        static_cast<unsigned long long>(report.peak_temp_bytes), report.load_seconds,
+        report.merge_seconds, report.emit_seconds, ROCKSORT_VERSION,
+        command->sort.command_line.c_str(), wall, CpuSeconds(), PeakRssKiB() / 1024.0);
+  }
+  if (!command->stats_json.empty()) {
+    FILE* f = std::fopen(command->stats_json.c_str(), "w");
+    const std::string json = ReportJson(report, wall, CpuSeconds(), PeakRssKiB());
+    if (f == nullptr || std::fputs(json.c_str(), f) < 0 || std::fclose(f) != 0) {
+      std::fprintf(stderr, "rocksort: can't write statistics to \"%s\": %s\n",
+                   command->stats_json.c_str(), std::strerror(errno));
+      return 1;
+    }
   }
   return 0;
 }

@@ -18,7 +18,12 @@ struct Command {
   enum class Action { kSort, kHelp, kVersion };
   Action action = Action::kSort;
   pipeline::SortOptions sort;
+  std::string stats_json;  // --stats-json FILE; empty = none.
 };
+
+// The statistics of a finished sort as a JSON object (--stats-json).
+std::string ReportJson(const pipeline::SortReport& report, double wall_seconds,
+                       double cpu_seconds, long peak_rss_kib);
 
 // Parses a size such as "768M", "2.5G", "4096" or "1T": a decimal number with
 // an optional K/M/G/T suffix (powers of 1024, case-insensitive, as samtools).

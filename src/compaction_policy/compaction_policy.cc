@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "compaction_policy/run_memtable.h"
 #include "rocksdb/memtablerep.h"
@@ -98,35 +99,47 @@ SortPlan MakePlan(const PolicyInput& input) {
   plan.max_final_runs =
       static_cast<int>(std::clamp<uint64_t>(plan.merge_budget / per_run_floor, 2, 4096));
 
-  if (input.size_hint == 0) {
-    // No estimate: runs are merged only at the end (intermediate merges if
-    // there are more than max_final_runs).
-    o.disable_auto_compactions = true;
-    o.compaction_style = rocksdb::kCompactionStyleUniversal;
-    o.num_levels = 1;
+  // Universal compaction over one level: every run is a level-0 file and a
+  // compaction merges adjacent runs into one. The settings are present in all
+  // modes so that the adaptive mode only has to switch compaction on.
+  o.compaction_style = rocksdb::kCompactionStyleUniversal;
+  o.num_levels = 1;
+  // At most a few compactions at a time: each holds readahead per input.
+  o.max_background_compactions = std::clamp(threads / 2, 1, 3);
+  const uint64_t compaction_budget = std::max<uint64_t>(budget / 4, kMinMergeBudget);
+  const uint64_t per_input = o.compaction_readahead_size + 2 * table.block_size;
+  const int memory_fan_in = static_cast<int>(std::clamp<uint64_t>(
+      compaction_budget / (per_input * o.max_background_compactions), 2, 1024));
+  plan.expected_runs = input.size_hint == 0 ? 0 : (input.size_hint + o.write_buffer_size - 1) /
+                                                      o.write_buffer_size;
+  const double ratio = input.size_hint == 0
+                           ? 64.0  // Unknown size: plan for data ~64x the final fan-in.
+                           : static_cast<double>(plan.expected_runs) / plan.max_final_runs;
+  plan.merge_fan_in = std::clamp(static_cast<int>(std::ceil(std::sqrt(std::max(ratio, 1.0)))), 2,
+                                 memory_fan_in);
+  auto& universal = o.compaction_options_universal;
+  universal.min_merge_width = plan.merge_fan_in;
+  universal.max_merge_width = plan.merge_fan_in;
+  // Merge runs of similar size (the original rocksort value): groups of
+  // memtable-sized runs first, then groups of merged runs.
+  universal.size_ratio = 50;
+  // Never merge everything into one file: that doubles disk use and builds
+  // one oversized SST (blocks and index have 4 GiB limits).
+  universal.max_size_amplification_percent = 1u << 30;
+  // Compact only while there are more runs than the final merge reads well.
+  o.level0_file_num_compaction_trigger = std::max(plan.max_final_runs, plan.merge_fan_in + 1);
+
+  if (!input.allow_compaction) {
+    plan.compaction = CompactionMode::kOff;
+  } else if (input.size_hint == 0) {
+    plan.compaction = CompactionMode::kAdaptive;
+    plan.adaptive_trigger_runs = plan.max_final_runs;
+  } else if (plan.expected_runs > static_cast<uint64_t>(plan.max_final_runs)) {
+    plan.compaction = CompactionMode::kPlanned;
   } else {
-    // Universal compaction merges runs in the background while loading
-    // continues. T = expected runs; merging groups of f ~ sqrt(T) runs makes
-    // it a two-pass merge: each record is rewritten about once in background
-    // and read once more at the end.
-    plan.background_compaction = true;
-    o.disable_auto_compactions = false;
-    o.compaction_style = rocksdb::kCompactionStyleUniversal;
-    o.num_levels = 1;
-    const double runs = std::max(
-        1.0, static_cast<double>(input.size_hint) / static_cast<double>(o.write_buffer_size));
-    const int fan_in = static_cast<int>(std::floor(std::sqrt(runs))) + 1;
-    const int width = std::clamp(fan_in, 2, plan.max_final_runs);
-    o.level0_file_num_compaction_trigger = std::max(2, 2 * width);
-    o.compaction_options_universal.min_merge_width = width;
-    o.compaction_options_universal.max_merge_width = 2 * width;
-    o.compaction_options_universal.size_ratio = 50;
-    // Never merge everything into one file: that doubles disk use and builds
-    // one oversized SST (blocks and index have 4 GiB limits).
-    o.compaction_options_universal.max_size_amplification_percent = 1 << 30;
-    // At most a few compactions at a time: each holds readahead per input.
-    o.max_background_compactions = std::clamp(threads / 2, 1, 3);
+    plan.compaction = CompactionMode::kOff;  // The final merge reads every run well.
   }
+  o.disable_auto_compactions = plan.compaction != CompactionMode::kPlanned;
   return plan;
 }
 
@@ -143,16 +156,16 @@ size_t FinalReadahead(const SortPlan& plan, int runs) {
 std::string DescribePlan(const SortPlan& plan) {
   const rocksdb::Options& o = plan.options;
   return absl::StrFormat(
-      "write_buffer_size=%d x %d, background compaction %s%s, readahead "
-      "%d..%d KiB, final merge <= %d runs",
+      "write_buffer_size=%d x %d, expected runs %s, compaction %s (fan-in %d, "
+      "trigger %d runs), readahead %d..%d KiB, final merge <= %d runs",
       o.write_buffer_size, o.max_write_buffer_number,
-      plan.background_compaction ? "on" : "off",
-      plan.background_compaction
-          ? absl::StrFormat(" (trigger %d, width %d..%d)",
-                            o.level0_file_num_compaction_trigger,
-                            o.compaction_options_universal.min_merge_width,
-                            o.compaction_options_universal.max_merge_width)
-          : std::string(),
+      plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
+      plan.compaction == CompactionMode::kOff
+          ? "off"
+          : plan.compaction == CompactionMode::kPlanned ? "planned" : "adaptive",
+      plan.merge_fan_in,
+      plan.compaction == CompactionMode::kAdaptive ? plan.adaptive_trigger_runs
+                                                   : o.level0_file_num_compaction_trigger,
       plan.min_readahead / 1024, plan.max_readahead / 1024, plan.max_final_runs);
 }
 

@@ -35,10 +35,19 @@ struct PolicyInput {
   uint64_t memory_budget = uint64_t{768} << 20;
   // Threads the user granted (-@, at least 1).
   int threads = 1;
-  // Estimated uncompressed size of the data (-s). 0 = unknown: no background
-  // compaction, the final merge reads the flushed runs directly.
+  // Estimated uncompressed size of the data (-s or estimated from the input
+  // file). 0 = unknown (a pipe): compaction starts adaptively once more runs
+  // were flushed than the final merge reads efficiently.
   uint64_t size_hint = 0;
+  // False for --no-compaction / -s 0: runs are merged only at the end.
+  bool allow_compaction = true;
   DiskKind disk = DiskKind::kSsd;
+};
+
+enum class CompactionMode {
+  kOff,       // Never merge in the background.
+  kPlanned,   // Size known and runs > max_final_runs: merge from the start.
+  kAdaptive,  // Size unknown: enable merging when runs exceed adaptive_trigger_runs.
 };
 
 struct SortPlan {
@@ -47,8 +56,17 @@ struct SortPlan {
   rocksdb::Options options;
   // Bytes per loader WriteBatch.
   size_t batch_bytes = 0;
-  // Whether RocksDB compacts runs in the background while loading.
-  bool background_compaction = false;
+  // Whether and how RocksDB compacts runs in the background while loading.
+  // The options always carry the universal-compaction settings; kOff and
+  // kAdaptive start with disable_auto_compactions = true.
+  CompactionMode compaction = CompactionMode::kOff;
+  bool background_compaction() const { return compaction == CompactionMode::kPlanned; }
+  // kAdaptive: the pipeline enables compaction once this many runs exist.
+  int adaptive_trigger_runs = 0;
+  // Runs the size hint predicts (size_hint / write_buffer_size), 0 if unknown.
+  uint64_t expected_runs = 0;
+  // Runs one background compaction merges (universal min/max merge width).
+  int merge_fan_in = 0;
   // Memory the final merge may spend on readahead and blocks, bytes.
   uint64_t merge_budget = 0;
   // Readahead per run below which the merge becomes seek-bound on this disk.
@@ -60,7 +78,20 @@ struct SortPlan {
   int max_final_runs = 0;
 };
 
-// Derives every option from `input`. REQUIRES: memory_budget >= 1 MiB.
+// Derives every option from `input`. memory_budget below 1 MiB counts as 1 MiB.
+//
+// The model (docs/design.md derives it):
+//   * A disk needs reads of at least min_readahead per request to keep seeks
+//     a small fraction of transfer time: seek x bandwidth is ~1.4 MiB on a
+//     disk (8 ms at 180 MB/s), ~0.1 MiB on an SSD; min_readahead is ~1.5x that.
+//   * The final merge may use merge_budget = max(B/2, 16 MiB), so it reads at
+//     most K = max_final_runs = merge_budget / (min_readahead + 2 x block) runs.
+//   * Expected runs T = size / write_buffer_size. If T <= K nothing is merged
+//     before the end (compaction would be pure write amplification). Otherwise
+//     universal compaction merges groups of f runs in the background, with f
+//     the larger of sqrt(T / K) (two rewrites reach K runs) and 2, capped by
+//     what fits in the compaction memory max(B/4, 16 MiB) at
+//     compaction_readahead + 2 x block per input.
 SortPlan MakePlan(const PolicyInput& input);
 
 // Readahead per run for a final merge over `runs` sorted runs:

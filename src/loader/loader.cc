@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 
+#include "htslib/bgzf.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/record_checksum.h"
@@ -91,6 +93,41 @@ Input::~Input() {
   hts_close(file_);
 }
 
+uint64_t EstimateUncompressedSize(const std::string& path) {
+  if (path == "-") return 0;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return 0;
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  BGZF* fp = bgzf_open(path.c_str(), "r");
+  if (fp == nullptr) return 0;
+  char magic[4] = {};
+  if (!fp->is_compressed && bgzf_peek(fp) == 'C') {
+    // CRAM compresses far more than BGZF and its ratio is not visible from
+    // the container bytes: report "unknown" so the policy adapts instead.
+    if (bgzf_read(fp, magic, 4) == 4 && std::memcmp(magic, "CRAM", 4) == 0) {
+      bgzf_close(fp);
+      return 0;
+    }
+  }
+  uint64_t estimate = file_size;  // Uncompressed (SAM text): 1:1.
+  if (fp->is_compressed) {
+    constexpr size_t kSample = size_t{8} << 20;
+    std::unique_ptr<char[]> buf(new char[1 << 16]);
+    size_t read = 0;
+    ssize_t n = 0;
+    while (read < kSample && (n = bgzf_read(fp, buf.get(), 1 << 16)) > 0) read += n;
+    // The compressed bytes consumed: the start of the current block plus the
+    // whole current block (its data has been decompressed).
+    const uint64_t consumed = static_cast<uint64_t>(bgzf_tell(fp) >> 16) + fp->block_clength;
+    if (n >= 0 && read > 0 && consumed > 0) {
+      estimate = static_cast<uint64_t>(static_cast<double>(file_size) *
+                                       (static_cast<double>(read) / static_cast<double>(consumed)));
+    }
+  }
+  bgzf_close(fp);
+  return estimate;
+}
+
 absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
                                       const LoadOptions& options) {
   std::unique_ptr<bam1_t, BamDeleter> record(bam_init1());
@@ -117,6 +154,7 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
         options.cancelled->load(std::memory_order_relaxed)) {
       return absl::CancelledError("interrupted while loading");
     }
+    if (options.after_batch) return options.after_batch(stats.records);
     return absl::OkStatus();
   };
 

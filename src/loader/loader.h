@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -66,7 +67,19 @@ struct LoadOptions {
   // Polled between batches; when it becomes true LoadRecords stops and
   // returns Cancelled. May be null.
   const std::atomic<bool>* cancelled = nullptr;
+
+  // Called after every batch written, with the records loaded so far; an
+  // error stops loading with that error. May be empty. The pipeline uses it
+  // to switch compaction on adaptively and to sample temp disk usage.
+  std::function<absl::Status(uint64_t records)> after_batch;
 };
+
+// Estimates the uncompressed BAM size of the input at `path` from its file
+// size and the compression ratio of its first blocks (up to 8 MiB of data).
+// Returns 0 when it cannot tell (stdin, a pipe, CRAM, an unreadable file). SAM text
+// is counted 1:1 (BAM encoding is smaller, so this overestimates, which the
+// compaction policy prefers to underestimating).
+uint64_t EstimateUncompressedSize(const std::string& path);
 
 struct LoadStats {
   uint64_t records = 0;       // Records written to the DB.

@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <filesystem>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
@@ -18,7 +21,9 @@
 #include "emitter/emitter.h"
 #include "loader/loader.h"
 #include "pipeline/temp_db.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/metadata.h"
+#include "rocksdb/sst_file_manager.h"
 
 namespace rocksort::pipeline {
 namespace {
@@ -92,7 +97,8 @@ absl::Status QuiesceCompactions(rocksdb::DB* db, const std::atomic<bool>* cancel
 // read, merge the cheapest window of adjacent runs (at most `fan_in`, and no
 // more than needed to reach `max_runs`) into one.
 absl::StatusOr<int> MergeDown(rocksdb::DB* db, int max_runs, int fan_in,
-                              const std::atomic<bool>* cancelled) {
+                              const std::atomic<bool>* cancelled,
+                              const std::function<void()>& after_merge) {
   int merges = 0;
   for (;;) {
     std::vector<rocksdb::SstFileMetaData> runs = SortedRuns(db);
@@ -116,8 +122,41 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, int max_runs, int fan_in,
     rocksdb::Status s = db->CompactFiles(compaction, names, /*output_level=*/0);
     if (!s.ok()) return FromRocks("merging sorted runs failed", s);
     ++merges;
+    after_merge();
   }
 }
+
+// Counts flushes and compactions (background ones and CompactFiles) and the
+// bytes they wrote, from RocksDB's listener callbacks (background threads).
+class DbStatsListener : public rocksdb::EventListener {
+ public:
+  void OnFlushCompleted(rocksdb::DB* /*db*/, const rocksdb::FlushJobInfo& info) override {
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(info.file_path, ec);
+    absl::MutexLock lock(&mu_);
+    ++flushes_;
+    flush_bytes_ += ec ? 0 : size;
+  }
+  void OnCompactionCompleted(rocksdb::DB* /*db*/, const rocksdb::CompactionJobInfo& info) override {
+    absl::MutexLock lock(&mu_);
+    ++compactions_;
+    compaction_bytes_ += info.stats.total_output_bytes;
+  }
+  void Fill(SortReport* report) {
+    absl::MutexLock lock(&mu_);
+    report->runs_flushed = flushes_;
+    report->flush_bytes = flush_bytes_;
+    report->compactions = compactions_;
+    report->compaction_bytes = compaction_bytes_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int flushes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t flush_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int compactions_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
 
 double Seconds(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
 
@@ -168,15 +207,37 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   compaction_policy::PolicyInput policy_input;
   policy_input.memory_budget = options.memory_per_thread * static_cast<uint64_t>(threads);
   policy_input.threads = threads;
-  policy_input.size_hint = options.size_hint;
+  if (options.size_hint.has_value()) {
+    policy_input.size_hint = *options.size_hint;
+    policy_input.allow_compaction = *options.size_hint != 0;
+    report->size_hint_source = *options.size_hint != 0 ? "-s" : "none (compaction off)";
+  } else {
+    policy_input.size_hint = loader::EstimateUncompressedSize(options.input);
+    report->size_hint_source =
+        policy_input.size_hint != 0 ? "estimated from the input file" : "unknown (adaptive)";
+  }
+  report->size_hint = policy_input.size_hint;
   policy_input.disk = report->disk;
-  const compaction_policy::SortPlan plan = compaction_policy::MakePlan(policy_input);
+  compaction_policy::SortPlan plan = compaction_policy::MakePlan(policy_input);
+  report->compaction_mode = plan.compaction == compaction_policy::CompactionMode::kOff ? "off"
+                            : plan.compaction == compaction_policy::CompactionMode::kPlanned
+                                ? "planned"
+                                : "adaptive";
+  // RocksDB's own accounting: an event listener counts flushes and
+  // compactions, the SstFileManager tracks the size of the runs on disk.
+  auto stats = std::make_shared<DbStatsListener>();
+  plan.options.listeners.push_back(stats);
+  std::shared_ptr<rocksdb::SstFileManager> sst_files(
+      rocksdb::NewSstFileManager(rocksdb::Env::Default()));
+  plan.options.sst_file_manager = sst_files;
   if (options.verbosity > 0) {
-    std::fprintf(stderr, "rocksort: disk profile %s (%s); memory budget %llu bytes; %s\n",
+    std::fprintf(stderr,
+                 "rocksort: disk profile %s (%s); memory budget %llu bytes; size %llu (%s); %s\n",
                  report->disk == compaction_policy::DiskKind::kHdd ? "hdd" : "ssd",
                  report->disk_reason.c_str(),
                  static_cast<unsigned long long>(policy_input.memory_budget),
-                 compaction_policy::DescribePlan(plan).c_str());
+                 static_cast<unsigned long long>(report->size_hint),
+                 report->size_hint_source.c_str(), compaction_policy::DescribePlan(plan).c_str());
   }
 
   ASSIGN_OR_RETURN(std::unique_ptr<loader::Input> input,
@@ -197,6 +258,33 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   loader::LoadOptions load_options;
   load_options.batch_bytes = plan.batch_bytes;
   load_options.cancelled = cancelled;
+  auto sample_temp = [&] {
+    report->peak_temp_bytes = std::max(report->peak_temp_bytes, sst_files->GetTotalSize());
+  };
+  load_options.after_batch = [&](uint64_t /*records*/) -> absl::Status {
+    sample_temp();
+    // Adaptive mode: the input size is unknown (a pipe). Once more runs exist
+    // than the final merge reads efficiently, merge them in the background.
+    if (plan.compaction == compaction_policy::CompactionMode::kAdaptive &&
+        !report->adaptive_compaction_started) {
+      // A string property ("rocksdb.num-files-at-level0" is not an int one).
+      std::string value;
+      uint64_t runs = 0;
+      if (db->GetProperty("rocksdb.num-files-at-level0", &value)) {
+        runs = std::strtoull(value.c_str(), nullptr, 10);
+      }
+      if (runs > static_cast<uint64_t>(plan.adaptive_trigger_runs)) {
+        rocksdb::Status s = db->SetOptions({{"disable_auto_compactions", "false"}});
+        if (!s.ok()) return FromRocks("can't start background compaction", s);
+        report->adaptive_compaction_started = true;
+        if (options.verbosity > 0) {
+          std::fprintf(stderr, "rocksort: %llu runs flushed: background merging started\n",
+                       static_cast<unsigned long long>(runs));
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
   ASSIGN_OR_RETURN(const loader::LoadStats loaded, loader::LoadRecords(*input, db, load_options));
   input.reset();  // Frees the decode threads and their buffers.
   report->records = loaded.records;
@@ -212,11 +300,12 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   if (rocksdb::Status s = db->Flush(flush); !s.ok()) {
     return FromRocks(absl::StrCat("flushing to ", temp->dir(), " failed"), s);
   }
-  report->runs_flushed = static_cast<int>(SortedRuns(db).size());
+  sample_temp();
   RETURN_IF_ERROR(QuiesceCompactions(db, cancelled));
   ASSIGN_OR_RETURN(report->intermediate_merges,
-                   MergeDown(db, plan.max_final_runs, plan.max_final_runs, cancelled));
+                   MergeDown(db, plan.max_final_runs, plan.max_final_runs, cancelled, sample_temp));
   report->runs_merged = static_cast<int>(SortedRuns(db).size());
+  stats->Fill(report);
   report->final_readahead = compaction_policy::FinalReadahead(plan, report->runs_merged);
   report->merge_seconds = Seconds(phase_start);
 

@@ -38,7 +38,9 @@ struct SortOptions {
   // DIR/rocksort.XXXXXX, anything else is a prefix: PREFIX.rocksort.XXXXXX.
   // Empty: beside the output file, or in $TMPDIR (else ".") for stdout.
   std::string temp_prefix;
-  uint64_t size_hint = 0;    // -s, bytes; 0 = none.
+  // -s, bytes. Empty: estimated from the input file (or adaptive for a
+  // pipe). 0 (-s 0, --no-compaction): no background compaction.
+  std::optional<uint64_t> size_hint;
   // --disk: the kind of disk under the temporary DB; empty = detect it from
   // sysfs (compaction_policy/disk_detect.h).
   std::optional<compaction_policy::DiskKind> disk;
@@ -48,19 +50,34 @@ struct SortOptions {
   int verbosity = 0;         // -v: plan and statistics on stderr.
 };
 
+// What a sort did, for -v and --stats-json.
 struct SortReport {
   compaction_policy::DiskKind disk = compaction_policy::DiskKind::kSsd;
-  std::string disk_reason;       // How the disk kind was decided.
+  std::string disk_reason;          // How the disk kind was decided.
+  uint64_t size_hint = 0;           // The size the policy planned with (0 = unknown).
+  std::string size_hint_source;     // "-s", "estimated from the file", "none".
+  std::string compaction_mode;      // "off", "planned" or "adaptive".
+  bool adaptive_compaction_started = false;
   uint64_t records = 0;
-  uint64_t record_bytes = 0;     // Uncompressed BAM record bytes.
-  uint64_t output_bytes = 0;     // Compressed bytes written.
-  int runs_flushed = 0;          // Sorted runs on disk after loading.
-  int runs_merged = 0;           // Runs read by the final merge.
-  int intermediate_merges = 0;   // CompactFiles calls before the final merge.
+  uint64_t record_bytes = 0;        // Uncompressed BAM record bytes (the real -s).
+  uint64_t output_bytes = 0;        // Compressed bytes written.
+  int runs_flushed = 0;             // Memtable flushes, i.e. sorted runs created.
+  uint64_t flush_bytes = 0;         // Bytes those flushes wrote.
+  int compactions = 0;              // Background compactions and intermediate merges.
+  uint64_t compaction_bytes = 0;    // Bytes they wrote.
+  int intermediate_merges = 0;      // Merges rocksort ran after loading.
+  int runs_merged = 0;              // Runs read by the final merge.
   size_t final_readahead = 0;
+  uint64_t peak_temp_bytes = 0;     // Largest total SST size seen (SstFileManager).
   double load_seconds = 0;
-  double merge_seconds = 0;      // Flush, compaction wait, intermediate merges.
+  double merge_seconds = 0;         // Flush, compaction wait, intermediate merges.
   double emit_seconds = 0;
+
+  // Bytes written to the temporary DB per byte flushed (1.0 = no merging).
+  double write_amplification() const {
+    return flush_bytes == 0 ? 0.0
+                            : static_cast<double>(flush_bytes + compaction_bytes) / flush_bytes;
+  }
 };
 
 // End-to-end integrity check: OK when the emitter wrote exactly the records

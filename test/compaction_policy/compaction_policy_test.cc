@@ -34,9 +34,26 @@ TEST(CompactionPolicy, MemtablesStayWithinThreeQuartersOfBudget) {
   }
 }
 
-TEST(CompactionPolicy, WithoutSizeHintNoBackgroundCompaction) {
+TEST(CompactionPolicy, UnknownSizeStartsAdaptive) {
   const SortPlan plan = MakePlan(Input(768 * kMiB, 2));
-  EXPECT_FALSE(plan.background_compaction);
+  EXPECT_EQ(plan.compaction, CompactionMode::kAdaptive);
+  EXPECT_TRUE(plan.options.disable_auto_compactions);  // Until runs exceed the trigger.
+  EXPECT_EQ(plan.adaptive_trigger_runs, plan.max_final_runs);
+}
+
+TEST(CompactionPolicy, NoCompactionMeansOff) {
+  PolicyInput in = Input(64 * kMiB, 2, 512 * 1024 * kMiB);
+  in.allow_compaction = false;
+  const SortPlan plan = MakePlan(in);
+  EXPECT_EQ(plan.compaction, CompactionMode::kOff);
+  EXPECT_TRUE(plan.options.disable_auto_compactions);
+}
+
+TEST(CompactionPolicy, FewExpectedRunsNeedNoCompaction) {
+  // 1.5 GiB budget, 4 GiB of data: ~11 runs, far below what one merge reads.
+  const SortPlan plan = MakePlan(Input(1536 * kMiB, 2, 4096 * kMiB));
+  EXPECT_LE(plan.expected_runs, static_cast<uint64_t>(plan.max_final_runs));
+  EXPECT_EQ(plan.compaction, CompactionMode::kOff);
   EXPECT_TRUE(plan.options.disable_auto_compactions);
 }
 
@@ -49,15 +66,27 @@ TEST(CompactionPolicy, WritesNeverStall) {
   }
 }
 
-TEST(CompactionPolicy, SizeHintGivesSqrtFanInUniversalCompaction) {
-  // 64 MiB budget -> 16 MiB memtables; 16 GiB hint -> T = 1024 runs, f = 33.
+TEST(CompactionPolicy, ManyExpectedRunsGiveTwoPassFanIn) {
+  // 64 MiB budget -> 16 MiB memtables; 16 GiB hint -> T = 1024 runs.
   const SortPlan plan = MakePlan(Input(64 * kMiB, 1, 16384 * kMiB));
-  EXPECT_TRUE(plan.background_compaction);
+  EXPECT_EQ(plan.expected_runs, 1024u);
+  EXPECT_EQ(plan.compaction, CompactionMode::kPlanned);
   EXPECT_FALSE(plan.options.disable_auto_compactions);
   EXPECT_EQ(plan.options.compaction_style, rocksdb::kCompactionStyleUniversal);
   const auto& u = plan.options.compaction_options_universal;
-  EXPECT_EQ(u.min_merge_width, static_cast<unsigned>(std::min(33, plan.max_final_runs)));
-  EXPECT_EQ(u.max_merge_width, 2 * u.min_merge_width);
+  // Two rounds of f-way merges reach the final fan-in: f^2 * K >= T, unless
+  // memory caps f.
+  const int f = plan.merge_fan_in;
+  EXPECT_EQ(u.min_merge_width, static_cast<unsigned>(f));
+  EXPECT_EQ(u.max_merge_width, static_cast<unsigned>(f));
+  EXPECT_GE(f, 2);
+  const auto* table = plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
+  const uint64_t per_input = plan.options.compaction_readahead_size + 2 * table->block_size;
+  const bool memory_capped = (f + 1) * per_input * plan.options.max_background_compactions >
+                             std::max<uint64_t>(16 * kMiB, 64 * kMiB / 4);
+  EXPECT_TRUE(static_cast<uint64_t>(f) * f * plan.max_final_runs >= plan.expected_runs ||
+              memory_capped);
+  EXPECT_GE(plan.options.level0_file_num_compaction_trigger, plan.max_final_runs);
   // A full merge of everything into one file must never trigger.
   EXPECT_GE(u.max_size_amplification_percent, 1u << 20);
 }

@@ -92,9 +92,34 @@ TEST_F(EndToEndTest, UncompressedAndLevelOneOutputsMatchSamtools) {
   ExpectSameAsSamtools(in, absl::StrCat("-l 1 -@ 3 ", in, " ", dir_.File("out.bam")));
 }
 
-TEST_F(EndToEndTest, SizeHintMatchesSamtools) {
+TEST_F(EndToEndTest, SizeHintPlansBackgroundCompactionAndMatchesSamtools) {
   const std::string in = Generate("in.bam", "-n 40000 --seed 7");
-  ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -m 1M -s 64M -o ", dir_.File("out.bam"), " ", in));
+  const std::string stats = dir_.File("stats.json");
+  ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -m 1M -s 64M --disk ssd --stats-json ", stats,
+                                        " -o ", dir_.File("out.bam"), " ", in));
+  const std::string json = testing::ReadFileOrDie(stats);
+  EXPECT_NE(json.find("\"compaction_mode\": \"planned\""), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"compactions\": 0,"), std::string::npos) << json;
+}
+
+TEST_F(EndToEndTest, PipeInputStartsCompactionAdaptivelyAndMatchesSamtools) {
+  const std::string in = Generate("in.bam", "-n 40000 --seed 11");
+  const std::string stats = dir_.File("stats.json");
+  ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -m 1M --disk ssd --stats-json ", stats, " -o ",
+                                        dir_.File("out.bam"), " - < ", in));
+  const std::string json = testing::ReadFileOrDie(stats);
+  EXPECT_NE(json.find("\"compaction_mode\": \"adaptive\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"adaptive_compaction_started\": true"), std::string::npos) << json;
+}
+
+TEST_F(EndToEndTest, NoCompactionMergesOnlyAtTheEndAndMatchesSamtools) {
+  const std::string in = Generate("in.bam", "-n 40000 --seed 12");
+  const std::string stats = dir_.File("stats.json");
+  ExpectSameAsSamtools(in, absl::StrCat("-m 1M --no-compaction --disk ssd --stats-json ", stats,
+                                        " -o ", dir_.File("out.bam"), " ", in));
+  const std::string json = testing::ReadFileOrDie(stats);
+  EXPECT_NE(json.find("\"compaction_mode\": \"off\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"adaptive_compaction_started\": false"), std::string::npos) << json;
 }
 
 TEST_F(EndToEndTest, ZeroRecordsGiveAValidEmptyBam) {

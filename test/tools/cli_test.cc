@@ -49,7 +49,7 @@ TEST(ParseCommandLine, SamtoolsStyleFlags) {
   EXPECT_EQ(o.memory_per_thread, 1ull << 30);
   EXPECT_EQ(o.level, 3);
   EXPECT_EQ(o.temp_prefix, "/tmp/x");
-  EXPECT_EQ(o.size_hint, 512ull << 30);
+  EXPECT_EQ(o.size_hint, std::optional<uint64_t>(512ull << 30));
   EXPECT_FALSE(o.add_pg);
   EXPECT_EQ(o.input, "in.bam");
   EXPECT_EQ(o.output, "out.bam");
@@ -69,6 +69,22 @@ TEST(ParseCommandLine, PositionalOutputAndStdin) {
   c = Parse({}, /*tty=*/true);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->action, Command::Action::kHelp);
+}
+
+TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
+  absl::StatusOr<Command> c = Parse({"in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->sort.size_hint.has_value());  // Estimated from the input.
+  c = Parse({"--no-compaction", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.size_hint, std::optional<uint64_t>(0));
+  c = Parse({"-s", "0", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.size_hint, std::optional<uint64_t>(0));
+  c = Parse({"--stats-json", "s.json", "--disk", "auto", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->stats_json, "s.json");
+  EXPECT_FALSE(c->sort.disk.has_value());
 }
 
 TEST(ParseCommandLine, UncompressedMeansLevelZero) {
