@@ -317,7 +317,10 @@ int RocksortMain(int argc, char** argv) {
   // not as a silent death by SIGPIPE that leaves the temp DB behind.
   signal(SIGPIPE, SIG_IGN);
   RaiseOpenFileLimit();
-  hts_set_log_level(command->sort.verbosity > 0 ? HTS_LOG_WARNING : HTS_LOG_ERROR);
+  // Every failure is reported as one line that names the file and record
+  // (the loader maps htslib's return codes); htslib's own multi-line
+  // diagnostics are shown with -v only.
+  hts_set_log_level(command->sort.verbosity > 0 ? HTS_LOG_WARNING : HTS_LOG_OFF);
 
   // Before any thread starts, so all inherit the blocked signal mask.
   pipeline::InterruptGuard guard;

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <tuple>
+#include <utility>
 
 #include "htslib/bgzf.h"
 
@@ -32,6 +34,56 @@ absl::Status RecordError(const Input& input, uint64_t record_number,
   }
   return absl::InvalidArgumentError(
       absl::StrFormat("%s: record %d: %s", input.name(), record_number, what));
+}
+
+// sam_read1's error codes (htslib 1.16, sam.h): -2 truncated data or a
+// corrupt BGZF block (or a SAM line that does not parse), -3 a reference
+// index outside the header, -4 an invalid record (bad lengths, CIGAR
+// inconsistent with the sequence).
+std::string DescribeReadError(int code, htsFile* file) {
+  const bool text = hts_get_format(file)->format == sam;
+  switch (code) {
+    case -2:
+      return text ? "malformed SAM line" : "truncated file or corrupt compressed block";
+    case -3:
+      return "reference index outside the header";
+    case -4:
+      return "invalid record (inconsistent lengths or CIGAR)";
+    default:
+      return "unreadable record";
+  }
+}
+
+// True when the BGZF layer under `file` recorded an error (htslib's threaded
+// reader reports a corrupt or truncated block as end of stream and only sets
+// errcode).
+bool BgzfFailed(htsFile* file) {
+  return file->is_bgzf && file->fp.bgzf != nullptr && file->fp.bgzf->errcode != 0;
+}
+
+// Re-reads `path` in the calling thread and returns the 1-based number of
+// the first record that fails and sam_read1's code for it (-2 when only the
+// BGZF layer failed), or {0, 0} if it reads cleanly.
+std::pair<uint64_t, int> LocateReadError(const std::string& path) {
+  htsFile* file = hts_open(path.c_str(), "r");
+  if (file == nullptr) return {0, 0};
+  sam_hdr_t* header = sam_hdr_read(file);
+  std::pair<uint64_t, int> result{0, 0};
+  if (header != nullptr) {
+    bam1_t* b = bam_init1();
+    uint64_t n = 0;
+    int r;
+    while ((r = sam_read1(file, header, b)) >= 0) ++n;
+    if (r < -1) {
+      result = {n + 1, r};
+    } else if (BgzfFailed(file)) {
+      result = {n + 1, -2};
+    }
+    bam_destroy1(b);
+    sam_hdr_destroy(header);
+  }
+  hts_close(file);
+  return result;
 }
 
 absl::Status FromRocks(const Input& input, const rocksdb::Status& s) {
@@ -74,10 +126,12 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: not an alignment file (SAM, BAM or CRAM)", name));
   }
-  if (threads > 1 && hts_set_threads(file, threads) != 0) {
+  const htsExactFormat format = hts_get_format(file)->format;
+  if (format != sam && format != bam && format != cram) {
     hts_close(file);
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("%s: can't start %d decode threads", name, threads));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s, not an alignment file (SAM, BAM or CRAM)", name,
+        format == fastq_format ? "FASTQ" : format == fasta_format ? "FASTA" : "unknown format"));
   }
   sam_hdr_t* header = sam_hdr_read(file);
   if (header == nullptr) {
@@ -85,7 +139,26 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
     return absl::DataLossError(
         absl::StrFormat("%s: can't read the header (truncated or corrupt)", name));
   }
-  return std::unique_ptr<Input>(new Input(name, file, header));
+  // Threads start after the header: a corrupt block further on must not make
+  // the header unreadable (htslib's threaded reader fails as a whole).
+  bool threaded = false;
+  if (threads > 1) {
+    int r = 0;
+    if (format == cram) {
+      r = hts_set_threads(file, threads);
+      threaded = true;
+    } else if (file->is_bgzf && file->fp.bgzf->is_compressed) {
+      r = bgzf_mt(file->fp.bgzf, threads, 256);
+      threaded = true;
+    }
+    if (r != 0) {
+      sam_hdr_destroy(header);
+      hts_close(file);
+      return absl::ResourceExhaustedError(
+          absl::StrFormat("%s: can't start %d decode threads", name, threads));
+    }
+  }
+  return std::unique_ptr<Input>(new Input(path, name, file, header, threaded));
 }
 
 Input::~Input() {
@@ -158,15 +231,25 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
     return absl::OkStatus();
   };
 
+  auto read_error = [&](int code) {
+    uint64_t record_number = stats.records + 1;
+    if (input.threaded() && input.path() != "-") {
+      // Threads decode ahead and drop what they queued: find the record.
+      const std::pair<uint64_t, int> located = LocateReadError(input.path());
+      if (located.first != 0) std::tie(record_number, code) = located;
+    }
+    return absl::DataLossError(absl::StrFormat("%s: record %d: %s (htslib error %d)",
+                                               input.name(), record_number,
+                                               DescribeReadError(code, input.file()), code));
+  };
   for (;;) {
     const int r = sam_read1(input.file(), input.mutable_header(), record.get());
-    if (r == -1) break;  // End of stream.
-    const uint64_t record_number = stats.records + 1;
-    if (r < -1) {
-      return absl::DataLossError(absl::StrFormat(
-          "%s: record %d: truncated or corrupt input (htslib error %d)",
-          input.name(), record_number, r));
+    if (r == -1) {  // End of stream, unless the BGZF layer says otherwise.
+      if (BgzfFailed(input.file())) return read_error(-2);
+      break;
     }
+    const uint64_t record_number = stats.records + 1;
+    if (r < -1) return read_error(r);
     const bam1_core_t& c = record->core;
     if (absl::Status s = keycodec::CheckCoordinate(c.tid, c.pos); !s.ok()) {
       return RecordError(input, record_number, record.get(), s.message());

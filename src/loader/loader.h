@@ -28,8 +28,11 @@ namespace rocksort::loader {
 // An opened alignment input and its header.
 class Input {
  public:
-  // Opens `path` ("-" for stdin) and reads its header. `threads` > 1 gives
-  // htslib a decode pool of that many threads. NotFound when the file does not
+  // Opens `path` ("-" for stdin) and reads its header. With `threads` > 1,
+  // BGZF-compressed input (BAM, SAM.gz) is decompressed by that many htslib
+  // threads, and CRAM decoded by them; SAM text is always parsed here, in the
+  // calling thread, because htslib's multithreaded SAM parser reports errors
+  // late and at the wrong record. NotFound when the file does not
   // exist, InvalidArgument when it is not an alignment format htslib knows,
   // DataLoss when the header is truncated or corrupt.
   static absl::StatusOr<std::unique_ptr<Input>> Open(const std::string& path,
@@ -46,14 +49,25 @@ class Input {
   const std::string& name() const { return name_; }
   // The open file, positioned after the header. Owned by this Input.
   htsFile* file() { return file_; }
+  // The path as given ("-" for stdin).
+  const std::string& path() const { return path_; }
+  // Whether htslib threads decode ahead of the reader.
+  bool threaded() const { return threaded_; }
 
  private:
-  Input(std::string name, htsFile* file, sam_hdr_t* header)
-      : name_(std::move(name)), file_(file), header_(header) {}
+  Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header,
+        bool threaded)
+      : path_(std::move(path)), name_(std::move(name)), file_(file), header_(header),
+        threaded_(threaded) {}
 
+  std::string path_;   // As given; "-" for stdin.
   std::string name_;
   htsFile* file_;      // Owned; closed in the destructor.
   sam_hdr_t* header_;  // Owned; destroyed in the destructor.
+  // Decompression runs ahead in htslib threads. Their errors surface late
+  // (records already queued are dropped), so on a read error LoadRecords
+  // re-reads a regular file single-threaded to name the exact record.
+  bool threaded_;
 };
 
 struct LoadOptions {
