@@ -327,7 +327,8 @@ int RocksortMain(int argc, char** argv) {
   pipeline::SortReport report;
   const absl::Status status = pipeline::RunSort(command->sort, &guard.cancelled(), &guard, &report);
   guard.Disarm();
-  if (guard.signal_number() != 0) {
+  // A signal that arrives after the output was committed does not undo it.
+  if (!status.ok() && guard.signal_number() != 0) {
     std::fprintf(stderr, "rocksort: interrupted by signal %d; temporary data removed\n",
                  guard.signal_number());
     return 128 + guard.signal_number();
@@ -335,6 +336,13 @@ int RocksortMain(int argc, char** argv) {
   if (!status.ok()) {
     std::fprintf(stderr, "rocksort: %s\n", std::string(status.message()).c_str());
     return 1;
+  }
+  if (report.input_missing_eof_marker) {
+    // After success only: a failing run prints exactly one line, its error.
+    std::fprintf(stderr,
+                 "rocksort: warning: %s has no BGZF end-of-file marker and may be truncated; "
+                 "sorted the %llu records it holds\n",
+                 command->sort.input.c_str(), static_cast<unsigned long long>(report.records));
   }
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   if (command->sort.verbosity > 0) {

@@ -114,6 +114,16 @@ class RunMemTableRep : public MemTableRep {
     return new (iterator_memory_.back().get()) SortedIterator(compare_, std::move(sorted));
   }
 
+  // RocksDB's default MemTableRep::Get (point lookups; rocksort never does
+  // them) takes this iterator and never destroys it. So it owns nothing: it
+  // lives in this rep's memory and scans the unsorted entries under the lock
+  // (O(n) per step, fine for the odd lookup).
+  Iterator* GetDynamicPrefixIterator(rocksdb::Arena* /*arena*/) override {
+    absl::MutexLock lock(&mu_);
+    iterator_memory_.emplace_back(new char[sizeof(ScanIterator)]);
+    return new (iterator_memory_.back().get()) ScanIterator(this);
+  }
+
  private:
   class SortedIterator : public Iterator {
    public:
@@ -156,6 +166,40 @@ class RunMemTableRep : public MemTableRep {
     const KeyComparator& compare_;
     const std::shared_ptr<const std::vector<const char*>> entries_;
     size_t pos_;
+  };
+
+  // Iterates in key order without owning memory, by scanning for the
+  // smallest entry above the current one.
+  class ScanIterator : public Iterator {
+   public:
+    explicit ScanIterator(const RunMemTableRep* rep) : rep_(rep) {}
+    bool Valid() const override { return current_ != nullptr; }
+    const char* key() const override { return current_; }
+    void Next() override { current_ = Smallest([&](const char* e) { return Less(current_, e); }); }
+    void Prev() override { current_ = nullptr; }  // Unused by Get.
+    void Seek(const Slice& internal_key, const char* memtable_key) override {
+      current_ = Smallest([&](const char* e) {
+        return (memtable_key != nullptr ? rep_->compare_(e, memtable_key)
+                                        : rep_->compare_(e, internal_key)) >= 0;
+      });
+    }
+    void SeekForPrev(const Slice&, const char*) override { current_ = nullptr; }
+    void SeekToFirst() override { current_ = Smallest([](const char*) { return true; }); }
+    void SeekToLast() override { current_ = nullptr; }
+
+   private:
+    bool Less(const char* a, const char* b) const { return rep_->compare_(a, b) < 0; }
+    template <typename Pred>
+    const char* Smallest(Pred eligible) const {
+      absl::MutexLock lock(&rep_->mu_);
+      const char* best = nullptr;
+      for (const char* e : rep_->entries_) {
+        if (eligible(e) && (best == nullptr || Less(e, best))) best = e;
+      }
+      return best;
+    }
+    const RunMemTableRep* rep_;
+    const char* current_ = nullptr;
   };
 
   const KeyComparator& compare_;

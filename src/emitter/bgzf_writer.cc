@@ -220,11 +220,14 @@ class BgzfWriter::Impl {
         if (to_compress_.empty()) return;
         block = to_compress_.front();
         to_compress_.pop_front();
-        ++compressing_;
         if (level_ != 0 && compressor == nullptr) {
+          // Hand the block on uncompressed-and-unwritten: the writer drains
+          // blocks without writing them once an error is set.
           if (error_.ok()) error_ = absl::ResourceExhaustedError("libdeflate: out of memory");
-          return;
+          compressed_.push_back(block);
+          continue;
         }
+        ++compressing_;
       }
       block->out_len = CompressMember(absl::string_view(block->in.get(), block->in_len),
                                       compressor.get(), block->out.get());

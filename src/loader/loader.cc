@@ -46,7 +46,8 @@ std::string DescribeReadError(int code, htsFile* file) {
     case -2:
       return text ? "malformed SAM line" : "truncated file or corrupt compressed block";
     case -3:
-      return "reference index outside the header";
+      return text ? "reference name not in the header"
+                  : "truncated record or reference index outside the header";
     case -4:
       return "invalid record (inconsistent lengths or CIGAR)";
     default:
@@ -61,17 +62,24 @@ bool BgzfFailed(htsFile* file) {
   return file->is_bgzf && file->fp.bgzf != nullptr && file->fp.bgzf->errcode != 0;
 }
 
-// Re-reads `path` in the calling thread and returns the 1-based number of
-// the first record that fails and sam_read1's code for it (-2 when only the
-// BGZF layer failed), or {0, 0} if it reads cleanly.
-std::pair<uint64_t, int> LocateReadError(const std::string& path) {
+// Re-reads `path` in the calling thread, starting at the record that begins
+// at BGZF virtual offset `resume` (the first record the threaded reader did
+// not deliver; record number `resume_record`), and returns the 1-based number
+// of the first record that fails and sam_read1's code for it (-2 when only
+// the BGZF layer failed), or {0, 0} if it reads cleanly. `resume` < 0 means
+// from the start (CRAM, which has no BGZF offsets).
+std::pair<uint64_t, int> LocateReadError(const std::string& path, int64_t resume,
+                                         uint64_t resume_record) {
   htsFile* file = hts_open(path.c_str(), "r");
   if (file == nullptr) return {0, 0};
   sam_hdr_t* header = sam_hdr_read(file);
   std::pair<uint64_t, int> result{0, 0};
   if (header != nullptr) {
-    bam1_t* b = bam_init1();
     uint64_t n = 0;
+    if (resume >= 0 && file->is_bgzf && bgzf_seek(file->fp.bgzf, resume, SEEK_SET) == 0) {
+      n = resume_record - 1;
+    }
+    bam1_t* b = bam_init1();
     int r;
     while ((r = sam_read1(file, header, b)) >= 0) ++n;
     if (r < -1) {
@@ -116,9 +124,10 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
   htsFile* file = hts_open(path.c_str(), "r");
   if (file == nullptr) {
     const int err = errno;
+    // htslib reports an unrecognised format as ENOEXEC ("Exec format error").
     return absl::InvalidArgumentError(absl::StrFormat(
         "can't open \"%s\": %s", name,
-        err != 0 ? std::strerror(err) : "not a SAM, BAM or CRAM file"));
+        err != 0 && err != ENOEXEC ? std::strerror(err) : "not a SAM, BAM or CRAM file"));
   }
   const htsFormatCategory category = hts_get_format(file)->category;
   if (category != sequence_data) {
@@ -141,8 +150,18 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
   }
   // Threads start after the header: a corrupt block further on must not make
   // the header unreadable (htslib's threaded reader fails as a whole).
+  // Only regular files: after an error the loader re-reads the file to name
+  // the exact record, which a pipe cannot do.
+  struct stat input_stat;
+  const bool regular_file =
+      !is_stdin && ::stat(path.c_str(), &input_stat) == 0 && S_ISREG(input_stat.st_mode);
+  // Checked before threads start: htslib's threaded reader deadlocks in
+  // bgzf_check_EOF once its reader thread has stopped on a corrupt block.
+  const bool missing_eof_marker = regular_file && file->is_bgzf &&
+                                  file->fp.bgzf->is_compressed &&
+                                  bgzf_check_EOF(file->fp.bgzf) == 0;
   bool threaded = false;
-  if (threads > 1) {
+  if (threads > 1 && regular_file) {
     int r = 0;
     if (format == cram) {
       r = hts_set_threads(file, threads);
@@ -158,7 +177,9 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
           absl::StrFormat("%s: can't start %d decode threads", name, threads));
     }
   }
-  return std::unique_ptr<Input>(new Input(path, name, file, header, threaded));
+  std::unique_ptr<Input> input(new Input(path, name, file, header, threaded));
+  input->missing_eof_marker_ = missing_eof_marker;
+  return input;
 }
 
 Input::~Input() {
@@ -231,11 +252,18 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
     return absl::OkStatus();
   };
 
+  // Virtual offset of the next record, for LocateReadError.
+  htsFile* const file = input.file();
+  const bool has_offsets = file->is_bgzf && file->fp.bgzf != nullptr;
+  int64_t next_offset = has_offsets ? bgzf_tell(file->fp.bgzf) : -1;
   auto read_error = [&](int code) {
     uint64_t record_number = stats.records + 1;
-    if (input.threaded() && input.path() != "-") {
-      // Threads decode ahead and drop what they queued: find the record.
-      const std::pair<uint64_t, int> located = LocateReadError(input.path());
+    if (input.threaded()) {
+      // Threads decode ahead and drop what they queued: re-read (only a
+      // regular file; Open does not thread other inputs) from the first
+      // record not delivered to find the one that fails.
+      const std::pair<uint64_t, int> located =
+          LocateReadError(input.path(), next_offset, record_number);
       if (located.first != 0) std::tie(record_number, code) = located;
     }
     return absl::DataLossError(absl::StrFormat("%s: record %d: %s (htslib error %d)",
@@ -270,6 +298,7 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
     if (!s.ok()) return FromRocks(input, s);
     ++stats.records;
     stats.record_bytes += encoded.total_size;
+    if (has_offsets) next_offset = bgzf_tell(file->fp.bgzf);
     if (batch.GetDataSize() >= options.batch_bytes) RETURN_IF_ERROR(flush_batch());
   }
   RETURN_IF_ERROR(flush_batch());

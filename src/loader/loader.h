@@ -53,6 +53,11 @@ class Input {
   const std::string& path() const { return path_; }
   // Whether htslib threads decode ahead of the reader.
   bool threaded() const { return threaded_; }
+  // A compressed regular file without the BGZF end-of-file marker: it may be
+  // truncated at a block boundary, which no read error reveals. The records
+  // it holds are still valid and are sorted (as samtools does); the caller
+  // warns.
+  bool missing_eof_marker() const { return missing_eof_marker_; }
 
  private:
   Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header,
@@ -68,6 +73,7 @@ class Input {
   // (records already queued are dropped), so on a read error LoadRecords
   // re-reads a regular file single-threaded to name the exact record.
   bool threaded_;
+  bool missing_eof_marker_ = false;
 };
 
 struct LoadOptions {

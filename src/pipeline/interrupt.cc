@@ -28,14 +28,17 @@ struct InterruptGuard::State {
   std::thread thread;
 
   void ForceCleanupAndExit(int sig) {
-    {
-      absl::MutexLock lock(&mu);
-      if (disarmed) return;
-      // Removing paths while RocksDB threads still run is safe: at worst a
-      // file they create afterwards makes one removal fail, so retry.
-      for (int attempt = 0; attempt < 3; ++attempt) {
-        for (const std::string& p : paths) RemovePathQuietly(p);
-      }
+    // Holds mu until _exit: main's Disarm() blocks meanwhile, so the process
+    // ends with exactly one message and one exit status.
+    mu.Lock();
+    if (disarmed) {
+      mu.Unlock();
+      return;
+    }
+    // Removing paths while RocksDB threads still run is safe: at worst a
+    // file they create afterwards makes one removal fail, so retry.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      for (const std::string& p : paths) RemovePathQuietly(p);
     }
     char msg[96];
     const int n = std::snprintf(msg, sizeof(msg),

@@ -177,7 +177,11 @@ absl::Status VerifyIntegrity(const loader::LoadStats& loaded, const emitter::Emi
 
 std::string TempDirPrefix(const SortOptions& options) {
   if (!options.temp_prefix.empty()) {
-    if (IsDirectory(options.temp_prefix)) return options.temp_prefix + "/rocksort.";
+    if (IsDirectory(options.temp_prefix)) {
+      std::string dir = options.temp_prefix;
+      while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+      return dir == "/" ? "/rocksort." : dir + "/rocksort.";
+    }
     return options.temp_prefix + ".rocksort.";
   }
   if (options.output != "-") return options.output + ".rocksort.";
@@ -242,6 +246,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
 
   ASSIGN_OR_RETURN(std::unique_ptr<loader::Input> input,
                    loader::Input::Open(options.input, threads));
+  report->input_missing_eof_marker = input->missing_eof_marker();
   ASSIGN_OR_RETURN(HeaderPtr out_header, MakeOutputHeader(input->header(), options));
   // Fail on an unwritable output before spending hours on the sort.
   ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> output,

@@ -54,6 +54,9 @@ struct SortOptions {
 struct SortReport {
   compaction_policy::DiskKind disk = compaction_policy::DiskKind::kSsd;
   std::string disk_reason;          // How the disk kind was decided.
+  // The input had no BGZF EOF marker (it may be truncated at a block
+  // boundary); the CLI warns after a successful sort.
+  bool input_missing_eof_marker = false;
   uint64_t size_hint = 0;           // The size the policy planned with (0 = unknown).
   std::string size_hint_source;     // "-s", "estimated from the file", "none".
   std::string compaction_mode;      // "off", "planned" or "adaptive".

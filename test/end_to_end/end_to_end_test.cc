@@ -95,7 +95,7 @@ TEST_F(EndToEndTest, UncompressedAndLevelOneOutputsMatchSamtools) {
 TEST_F(EndToEndTest, SizeHintPlansBackgroundCompactionAndMatchesSamtools) {
   const std::string in = Generate("in.bam", "-n 40000 --seed 7");
   const std::string stats = dir_.File("stats.json");
-  ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -m 1M -s 64M --disk ssd --stats-json ", stats,
+  ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -m 1M -s 64M --disk hdd --stats-json ", stats,
                                         " -o ", dir_.File("out.bam"), " ", in));
   const std::string json = testing::ReadFileOrDie(stats);
   EXPECT_NE(json.find("\"compaction_mode\": \"planned\""), std::string::npos) << json;
@@ -105,7 +105,7 @@ TEST_F(EndToEndTest, SizeHintPlansBackgroundCompactionAndMatchesSamtools) {
 TEST_F(EndToEndTest, PipeInputStartsCompactionAdaptivelyAndMatchesSamtools) {
   const std::string in = Generate("in.bam", "-n 40000 --seed 11");
   const std::string stats = dir_.File("stats.json");
-  ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -m 1M --disk ssd --stats-json ", stats, " -o ",
+  ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -m 1M --disk hdd --stats-json ", stats, " -o ",
                                         dir_.File("out.bam"), " - < ", in));
   const std::string json = testing::ReadFileOrDie(stats);
   EXPECT_NE(json.find("\"compaction_mode\": \"adaptive\""), std::string::npos) << json;
