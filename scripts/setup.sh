@@ -3,7 +3,9 @@
 # either sorts the bundled example or runs the whole test suite.
 #
 #   bash scripts/setup.sh example   # install, build, sort examples/example.bam
-#   bash scripts/setup.sh test      # install, build, run every test (CI)
+#   bash scripts/setup.sh test      # install, build, run every test (CI):
+#                                   # the suite, then the suite under ASan+UBSan,
+#                                   # then each libFuzzer target for 20 s
 #
 # Needs root (or sudo) for apt-get on a machine that lacks the packages.
 set -euo pipefail
@@ -22,6 +24,8 @@ packages=(
   librocksdb-dev libsnappy-dev libhts-dev libdeflate-dev libabsl-dev libgtest-dev
   samtools time
 )
+# The sanitizer and fuzzing runs of the test mode build with clang's runtimes.
+if [ "$mode" = test ]; then packages+=(clang libclang-rt-14-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -46,6 +50,7 @@ if [ "$mode" = example ]; then
   echo "setup: sorted examples/example.bam -> build/example.sorted.bam"
   samtools view "$out" | head -n 3 | cut -f 1-9
 else
-  cd "$build"
-  ctest -j "$jobs" --output-on-failure --timeout 900
+  (cd "$build" && ctest -j "$jobs" --output-on-failure --timeout 900)
+  bash "$repo/scripts/sanitize.sh" asan
+  bash "$repo/scripts/sanitize.sh" fuzz 20
 fi
