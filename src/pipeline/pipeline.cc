@@ -1,6 +1,7 @@
 #include "pipeline/pipeline.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -158,6 +159,26 @@ class DbStatsListener : public rocksdb::EventListener {
   uint64_t compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Scratch space a sort needs, measured (docs/tuning.md): the Snappy runs hold
+// about half the uncompressed size; a merge briefly holds its inputs and its
+// output, so with merging the peak is up to ~1.5x the runs. Warns on stderr
+// when the filesystem under `dir` has less free space than that.
+void WarnIfShortOfSpace(const std::string& dir, uint64_t size_hint) {
+  if (size_hint == 0) return;
+  struct statvfs fs;
+  if (::statvfs(dir.c_str(), &fs) != 0) return;
+  const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  const uint64_t expected_peak = size_hint / 2 + size_hint / 4;
+  if (free_bytes < expected_peak) {
+    std::fprintf(stderr,
+                 "rocksort: warning: %s has %llu MiB free; sorting about %llu MiB of data "
+                 "may need up to %llu MiB of temporary space (use -T elsewhere)\n",
+                 dir.c_str(), static_cast<unsigned long long>(free_bytes >> 20),
+                 static_cast<unsigned long long>(size_hint >> 20),
+                 static_cast<unsigned long long>(expected_peak >> 20));
+  }
+}
+
 double Seconds(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
 
 }  // namespace
@@ -256,9 +277,15 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   if (options.verbosity > 0) {
     std::fprintf(stderr, "rocksort: temporary database in %s\n", temp->dir().c_str());
   }
+  WarnIfShortOfSpace(temp->dir(), report->size_hint);
   rocksdb::DB* db = temp->db();
 
+  auto enter = [&](Phase phase) {
+    if (options.on_phase) options.on_phase(phase);
+  };
+
   // Load.
+  enter(Phase::kLoad);
   absl::Time phase_start = absl::Now();
   loader::LoadOptions load_options;
   load_options.batch_bytes = plan.batch_bytes;
@@ -298,7 +325,11 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
 
   // Flush the last memtables so their memory is free for the merge, then
   // settle the runs.
+  enter(Phase::kMerge);
   phase_start = absl::Now();
+  if (cancelled != nullptr && cancelled->load()) {
+    return absl::CancelledError("interrupted while merging runs");
+  }
   rocksdb::FlushOptions flush;
   flush.wait = true;
   flush.allow_write_stall = true;
@@ -315,6 +346,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   report->merge_seconds = Seconds(phase_start);
 
   // Emit.
+  enter(Phase::kEmit);
   phase_start = absl::Now();
   emitter::EmitOptions emit_options;
   emit_options.level = options.level;

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,8 @@
 #include "pipeline/interrupt.h"
 
 namespace rocksort::pipeline {
+
+enum class Phase { kLoad, kMerge, kEmit };
 
 struct SortOptions {
   std::string input = "-";   // Path, or "-" for stdin.
@@ -48,6 +51,9 @@ struct SortOptions {
   std::string command_line;  // For the @PG CL field.
   std::string version;       // For the @PG VN field.
   int verbosity = 0;         // -v: plan and statistics on stderr.
+  // Called as each phase starts, on the calling thread (-v progress, tests
+  // that interrupt a given phase). May be empty.
+  std::function<void(Phase)> on_phase;
 };
 
 // What a sort did, for -v and --stats-json.
