@@ -12,39 +12,44 @@ namespace {
 
 using ::rocksort::testing::ScratchDir;
 
-sam_hdr_t* ParseHeader(const std::string& text) {
-  return sam_hdr_parse(text.size(), text.c_str());
-}
+// A fresh DB in a scratch directory, and EmitBam of it to out.bam.
+class EmitterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rocksdb::Options options;
+    options.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(options, dir_.File("db"), &raw).ok());
+    db_.reset(raw);
+  }
 
-TEST(EmitterTest, EmptyInputWritesValidBamWithEofBlock) {
-  ScratchDir dir;
-  rocksdb::Options options;
-  options.create_if_missing = true;
-  rocksdb::DB* raw = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(options, dir.File("db"), &raw).ok());
-  std::unique_ptr<rocksdb::DB> db(raw);
-  sam_hdr_t* header = ParseHeader("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:1000\n");
-  const std::string path = dir.File("out.bam");
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  absl::StatusOr<EmitStats> stats = EmitBam(db.get(), *header, fd, path, EmitOptions());
-  ::close(fd);
-  sam_hdr_destroy(header);
+  absl::StatusOr<EmitStats> Emit(const std::string& header_text) {
+    sam_hdr_t* header = sam_hdr_parse(header_text.size(), header_text.c_str());
+    const int fd = ::open(out().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    absl::StatusOr<EmitStats> stats = EmitBam(db_.get(), *header, fd, out(), EmitOptions());
+    ::close(fd);
+    sam_hdr_destroy(header);
+    return stats;
+  }
+
+  std::string out() const { return dir_.File("out.bam"); }
+
+  ScratchDir dir_;
+  std::unique_ptr<rocksdb::DB> db_;
+};
+
+TEST_F(EmitterTest, EmptyInputWritesValidBamWithEofBlock) {
+  absl::StatusOr<EmitStats> stats = Emit("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:1000\n");
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->records, 0u);
-  EXPECT_EQ(testing::RunCommand("samtools quickcheck -v " + path).exit_code, 0);
-  absl::StatusOr<testing::AlignmentFile> file = testing::ReadAlignmentFile(path);
+  EXPECT_EQ(testing::RunCommand("samtools quickcheck -v " + out()).exit_code, 0);
+  absl::StatusOr<testing::AlignmentFile> file = testing::ReadAlignmentFile(out());
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_TRUE(file->records.empty());
   EXPECT_EQ(file->header_without_pg, "@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:1000");
 }
 
-TEST(EmitterTest, ValuesAreWrittenInKeyOrder) {
-  ScratchDir dir;
-  rocksdb::Options options;
-  options.create_if_missing = true;
-  rocksdb::DB* raw = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(options, dir.File("db"), &raw).ok());
-  std::unique_ptr<rocksdb::DB> db(raw);
+TEST_F(EmitterTest, ValuesAreWrittenInKeyOrder) {
   // Values are BAM records; keys decide the order. Write "b" then "a" with
   // keys that put "a" first.
   auto record = [](const char* name, int32_t pos) {
@@ -65,17 +70,12 @@ TEST(EmitterTest, ValuesAreWrittenInKeyOrder) {
     r += '\0';
     return r;
   };
-  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "k2", record("b", 20)).ok());
-  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "k1", record("a", 10)).ok());
-  sam_hdr_t* header = ParseHeader("@SQ\tSN:chr1\tLN:1000\n");
-  const std::string path = dir.File("out.bam");
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  absl::StatusOr<EmitStats> stats = EmitBam(db.get(), *header, fd, path, EmitOptions());
-  ::close(fd);
-  sam_hdr_destroy(header);
+  ASSERT_TRUE(db_->Put(rocksdb::WriteOptions(), "k2", record("b", 20)).ok());
+  ASSERT_TRUE(db_->Put(rocksdb::WriteOptions(), "k1", record("a", 10)).ok());
+  absl::StatusOr<EmitStats> stats = Emit("@SQ\tSN:chr1\tLN:1000\n");
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->records, 2u);
-  absl::StatusOr<testing::AlignmentFile> file = testing::ReadAlignmentFile(path);
+  absl::StatusOr<testing::AlignmentFile> file = testing::ReadAlignmentFile(out());
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->names, (std::vector<std::string>{"a", "b"}));
 }
