@@ -6,10 +6,14 @@
 # each run is timed with GNU time (wall, user, sys, peak RSS). The input is
 # generated once per (size, seed) and cached in the work directory; sort
 # outputs and temporary files are removed on exit unless --keep is given.
+# The code shared with tools/bench_hdd.sh is in tools/bench_lib.sh.
 
 set -euo pipefail
 
 readonly PROG="${0##*/}"
+
+# shellcheck source-path=SCRIPTDIR source=bench_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
 usage() {
   cat <<EOF
@@ -48,108 +52,37 @@ it to regenerate, for example after changing gen_reads.
 EOF
 }
 
-die() {
-  printf '%s: %s\n' "$PROG" "$*" >&2
-  exit 1
-}
-
-# Prints a command on one line, quoted so it can be pasted into a shell.
-print_command() {
-  local arg out=""
-  for arg in "$@"; do
-    out+="$(printf '%q' "$arg") "
-  done
-  printf '  %s\n' "${out% }"
-}
-
-# Resolves a binary given as a path or a bare name on PATH; dies if missing.
-resolve_binary() {
-  local what=$1 path=$2 hint=$3 found
-  if [[ $path == */* ]]; then
-    [[ -f $path && -x $path ]] ||
-      die "$what binary not found or not executable: $path ($hint)"
-    printf '%s\n' "$path"
-  else
-    found=$(command -v -- "$path") ||
-      die "$what binary not found on PATH: $path ($hint)"
-    printf '%s\n' "$found"
-  fi
-}
-
-is_size() { [[ $1 =~ ^[0-9]+[KkMmGg]?$ ]]; }
-is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
-
 # --- Options ------------------------------------------------------------------
 
-size=256M
-seed=1
-threads=2
-mem=768M
+# The shared options (--size, --seed, --threads, --mem, --workdir, --rocksort,
+# --gen, --runs, --verify, --keep, --) are parsed by parse_options in
+# bench_lib.sh; this script's own are stored here.
 level=""
-workdir="${TMPDIR:-/tmp}/rocksort-bench"
-rocksort=./build/tools/rocksort
-gen=./build/tools/gen_reads
-runs=1
-verify=0
-keep=0
 drop_caches=0
-extra=()
-
-while (($# > 0)); do
+SCRIPT_FLAG_OPTIONS=(--drop-caches)
+SCRIPT_VALUE_OPTIONS=(--level)
+script_option() {
   case $1 in
-    -h | --help)
-      usage
-      exit 0
-      ;;
-    --verify) verify=1 ;;
-    --keep) keep=1 ;;
     --drop-caches) drop_caches=1 ;;
-    --)
-      shift
-      extra=("$@")
-      break
-      ;;
-    --size | --seed | --threads | --mem | --level | --workdir | --rocksort | \
-      --gen | --runs)
-      (($# >= 2)) || die "option $1 needs an argument (see $PROG -h)"
-      case $1 in
-        --size) size=$2 ;;
-        --seed) seed=$2 ;;
-        --threads) threads=$2 ;;
-        --mem) mem=$2 ;;
-        --level) level=$2 ;;
-        --workdir) workdir=$2 ;;
-        --rocksort) rocksort=$2 ;;
-        --gen) gen=$2 ;;
-        --runs) runs=$2 ;;
-      esac
-      shift
-      ;;
-    *) die "unknown option '$1' (see $PROG -h)" ;;
+    --level) level=$2 ;;
   esac
-  shift
-done
+}
 
-is_size "$size" || die "--size: expected an integer with optional K/M/G, got '$size'"
-[[ $seed =~ ^[0-9]+$ ]] || die "--seed: expected a non-negative integer, got '$seed'"
-is_count "$threads" || die "--threads: expected a positive integer, got '$threads'"
-is_size "$mem" || die "--mem: expected an integer with optional K/M/G, got '$mem'"
+parse_options "$@"
+
+check_input_options
 [[ -z $level || $level =~ ^[0-9]$ ]] || die "--level: expected 0-9, got '$level'"
-is_count "$runs" || die "--runs: expected a positive integer, got '$runs'"
-[[ -n $workdir ]] || die "--workdir: empty path"
+check_run_options
 if ((drop_caches)) && ((EUID != 0)); then
   die "--drop-caches needs root (it writes /proc/sys/vm/drop_caches)"
 fi
 
-samtools=$(resolve_binary samtools samtools "install samtools")
-[[ -x /usr/bin/time ]] || die "GNU time not found at /usr/bin/time (apt-get install time)"
+require_samtools_and_time
 rocksort=$(resolve_binary rocksort "$rocksort" "build it, or pass --rocksort PATH")
 
 # --- Work directory and cleanup -------------------------------------------------
 
-mkdir -p -- "$workdir" || die "can't create work directory $workdir"
-workdir=$(cd -- "$workdir" && pwd -P)
-input="$workdir/input-$size-s$seed.bam"
+prepare_workdir
 out_st="$workdir/out.samtools.bam"
 out_rs="$workdir/out.rocksort.bam"
 scratch=$(mktemp -d "$workdir/.bench.XXXXXX")
@@ -163,40 +96,15 @@ cleanup() {
     rm -f -- "$out_st" "$out_rs"
   fi
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+set_traps
 
 # --- Machine ----------------------------------------------------------------------
 
-echo "== Machine"
-echo "  nproc: $(nproc)"
-echo "  cpu: $(LC_ALL=C lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)"
-echo "  kernel: $(uname -sr)"
-free -g | sed 's/^/  /'
-echo "  $("$samtools" --version | head -n 1)"
-echo "  workdir: $workdir ($(df -h --output=avail -- "$workdir" | tail -n 1 | tr -d ' ') free)"
+print_machine
 
 # --- Input ------------------------------------------------------------------------
 
-echo
-echo "== Input"
-if [[ -f $input ]] && "$samtools" quickcheck -- "$input"; then
-  echo "  reusing cached $input"
-else
-  gen=$(resolve_binary gen_reads "$gen" "build it, or pass --gen PATH")
-  gen_cmd=("$gen" -o "$input.tmp.bam" --target-bytes "$size" --seed "$seed"
-    -@ "$threads")
-  echo "  generating:"
-  print_command "${gen_cmd[@]}"
-  "${gen_cmd[@]}" || die "gen_reads failed"
-  # Renamed only when complete, so an interrupted run never leaves a
-  # truncated file that a later run would take for the cached input.
-  mv -f -- "$input.tmp.bam" "$input"
-fi
-input_bytes=$(stat -c %s -- "$input")
-input_records=$("$samtools" view -c -@ "$threads" -- "$input")
-echo "  $input: $input_bytes bytes, $input_records records"
+prepare_input "$threads"
 
 # --- Runs -------------------------------------------------------------------------
 
@@ -252,14 +160,7 @@ done
 
 echo
 echo "== Results"
-awk -v runs="$runs" '
-  function median(tool, col,    n, i, j, t, v) {
-    n = 0
-    for (i = 1; i <= NR; i++) if (name[i] == tool) v[++n] = val[i, col]
-    for (i = 2; i <= n; i++)  # insertion sort; n is small
-      for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-    return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-  }
+awk -v runs="$runs" "$(awk_median)"'
   function ratio(label, rs, st, better, worse,    r) {
     if (st <= 0 || rs <= 0) { printf "  %-10s ratio n/a (a value is zero)\n", label; return }
     r = rs / st
@@ -293,42 +194,24 @@ status=0
 if ((verify)); then
   echo
   echo "== Verify (last run's outputs)"
-  for f in "$out_st" "$out_rs"; do
-    "$samtools" quickcheck -- "$f" || die "not a valid BAM: $f"
-  done
-  header_of() {
-    "$samtools" view --no-PG -H -- "$1" | grep -v '^@PG' || true
-  }
-  records_of() {
-    "$samtools" view --no-PG -@ "$threads" -- "$1"
-  }
-  header_st=$(header_of "$out_st" | md5sum)
-  header_rs=$(header_of "$out_rs" | md5sum)
-  if [[ $header_st == "$header_rs" ]]; then
-    echo "  header (without @PG): IDENTICAL"
-  else
-    echo "  header (without @PG): DIFFERENT"
-    diff <(header_of "$out_st") <(header_of "$out_rs") | head -n 10 | sed 's/^/    /' || true
-    status=1
-  fi
-  records_st="$scratch/records.samtools.md5"
-  records_rs="$scratch/records.rocksort.md5"
-  records_of "$out_st" | md5sum >"$records_st"
-  records_of "$out_rs" | md5sum >"$records_rs"
-  if cmp -s -- "$records_st" "$records_rs"; then
-    echo "  records: IDENTICAL ($(cut -d ' ' -f 1 "$records_st"))"
+  check_bam "$out_st"
+  check_bam "$out_rs"
+  compare_headers "" "$out_st" "$out_rs" || status=1
+  records_st=$(bam_records "$out_st" | md5sum)
+  records_rs=$(bam_records "$out_rs" | md5sum)
+  if [[ $records_st == "$records_rs" ]]; then
+    echo "  records: IDENTICAL (${records_st%% *})"
   else
     # Second pass only on failure: cmp reports the first differing line,
     # which is the record number.
-    first=$(cmp -- <(records_of "$out_st") <(records_of "$out_rs") 2>&1 |
-      sed -n 's/.* line \([0-9][0-9]*\).*/\1/p') || true
+    first=$(first_difference "$out_st" "$out_rs")
     count_st=$("$samtools" view -c -@ "$threads" -- "$out_st")
     count_rs=$("$samtools" view -c -@ "$threads" -- "$out_rs")
     echo "  records: DIFFERENT (samtools $count_st, rocksort $count_rs records;" \
       "first difference at record ${first:-?})"
     if [[ -n $first ]]; then
-      echo "    samtools: $(records_of "$out_st" | sed -n "${first}{p;q}" | cut -c 1-150)"
-      echo "    rocksort: $(records_of "$out_rs" | sed -n "${first}{p;q}" | cut -c 1-150)"
+      echo "    samtools: $(bam_records "$out_st" | sed -n "${first}{p;q}" | cut -c 1-150)"
+      echo "    rocksort: $(bam_records "$out_rs" | sed -n "${first}{p;q}" | cut -c 1-150)"
     fi
     status=1
   fi
