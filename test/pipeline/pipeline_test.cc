@@ -75,8 +75,12 @@ TEST_F(PipelineTest, TinyMemoryFlushesManyRunsAndMergesThemDown) {
   const std::string expected = SamtoolsSort(in);
   SortOptions o = Options(in, dir_.File("out.bam"));
   o.memory_per_thread = 1 << 20;  // 256 KiB memtables: dozens of runs.
+  o.size_hint = 0;                 // No background compaction: all merging is MergeDown's.
+  o.disk = compaction_policy::DiskKind::kHdd;  // Deterministic K, whatever the machine.
   compaction_policy::PolicyInput policy;
   policy.memory_budget = o.memory_per_thread;
+  policy.allow_compaction = false;
+  policy.disk = compaction_policy::DiskKind::kHdd;
   const int max_final_runs = compaction_policy::MakePlan(policy).max_final_runs;
   SortReport report;
   const absl::Status s = RunSort(o, nullptr, nullptr, &report);
