@@ -99,7 +99,7 @@ absl::Status QuiesceCompactions(rocksdb::DB* db, const std::atomic<bool>* cancel
 // more than needed to reach `max_runs`) into one.
 absl::StatusOr<int> MergeDown(rocksdb::DB* db, int max_runs, int fan_in,
                               const std::atomic<bool>* cancelled,
-                              const std::function<void()>& after_merge) {
+                              const std::function<void(uint64_t)>& after_merge) {
   int merges = 0;
   for (;;) {
     std::vector<rocksdb::SstFileMetaData> runs = SortedRuns(db);
@@ -120,10 +120,12 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, int max_runs, int fan_in,
     for (int i = best; i < best + width; ++i) names.push_back(runs[i].name);
     rocksdb::CompactionOptions compaction;
     compaction.compression = rocksdb::kSnappyCompression;
-    rocksdb::Status s = db->CompactFiles(compaction, names, /*output_level=*/0);
+    rocksdb::CompactionJobInfo info;
+    rocksdb::Status s = db->CompactFiles(compaction, names, /*output_level=*/0,
+                                         /*output_path_id=*/-1, nullptr, &info);
     if (!s.ok()) return FromRocks("merging sorted runs failed", s);
     ++merges;
-    after_merge();
+    after_merge(info.stats.total_output_bytes);
   }
 }
 
@@ -142,6 +144,13 @@ class DbStatsListener : public rocksdb::EventListener {
     absl::MutexLock lock(&mu_);
     ++compactions_;
     compaction_bytes_ += info.stats.total_output_bytes;
+  }
+  // CompactFiles (rocksort's intermediate merges) reports through its
+  // CompactionJobInfo out-parameter, not through OnCompactionCompleted.
+  void AddManualCompaction(uint64_t bytes) {
+    absl::MutexLock lock(&mu_);
+    ++compactions_;
+    compaction_bytes_ += bytes;
   }
   void Fill(SortReport* report) {
     absl::MutexLock lock(&mu_);
@@ -339,7 +348,11 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   sample_temp();
   RETURN_IF_ERROR(QuiesceCompactions(db, cancelled));
   ASSIGN_OR_RETURN(report->intermediate_merges,
-                   MergeDown(db, plan.max_final_runs, plan.max_final_runs, cancelled, sample_temp));
+                   MergeDown(db, plan.max_final_runs, plan.max_final_runs, cancelled,
+                             [&](uint64_t bytes_written) {
+                               sample_temp();
+                               stats->AddManualCompaction(bytes_written);
+                             }));
   report->runs_merged = static_cast<int>(SortedRuns(db).size());
   stats->Fill(report);
   report->final_readahead = compaction_policy::FinalReadahead(plan, report->runs_merged);

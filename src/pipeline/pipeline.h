@@ -72,8 +72,8 @@ struct SortReport {
   uint64_t output_bytes = 0;        // Compressed bytes written.
   int runs_flushed = 0;             // Memtable flushes, i.e. sorted runs created.
   uint64_t flush_bytes = 0;         // Bytes those flushes wrote.
-  int compactions = 0;              // Background compactions and intermediate merges.
-  uint64_t compaction_bytes = 0;    // Bytes they wrote.
+  int compactions = 0;              // Background compactions plus intermediate merges.
+  uint64_t compaction_bytes = 0;    // Bytes they wrote (both kinds).
   int intermediate_merges = 0;      // Merges rocksort ran after loading.
   int runs_merged = 0;              // Runs read by the final merge.
   size_t final_readahead = 0;

@@ -122,6 +122,19 @@ TEST_F(EndToEndTest, NoCompactionMergesOnlyAtTheEndAndMatchesSamtools) {
   EXPECT_NE(json.find("\"adaptive_compaction_started\": false"), std::string::npos) << json;
 }
 
+// Regression: RocksDB 7.8.3 reports CompactFiles (rocksort's intermediate
+// merges) only through its out-parameter, so the statistics missed them.
+TEST_F(EndToEndTest, IntermediateMergesCountInWriteAmplification) {
+  const std::string in = Generate("in.bam", "-n 40000 --seed 13");
+  const std::string stats = dir_.File("stats.json");
+  ExpectSameAsSamtools(in, absl::StrCat("-m 1M --no-compaction --disk hdd --stats-json ", stats,
+                                        " -o ", dir_.File("out.bam"), " ", in));
+  const std::string json = testing::ReadFileOrDie(stats);
+  ASSERT_EQ(json.find("\"intermediate_merges\": 0,"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"compactions\": 0,"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"write_amplification\": 1.000"), std::string::npos) << json;
+}
+
 TEST_F(EndToEndTest, ZeroRecordsGiveAValidEmptyBam) {
   const std::string in = dir_.File("empty.sam");
   testing::WriteFileOrDie(in, "@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:1000\n");
