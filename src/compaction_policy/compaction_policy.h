@@ -60,7 +60,6 @@ struct SortPlan {
   // The options always carry the universal-compaction settings; kOff and
   // kAdaptive start with disable_auto_compactions = true.
   CompactionMode compaction = CompactionMode::kOff;
-  bool background_compaction() const { return compaction == CompactionMode::kPlanned; }
   // kAdaptive: the pipeline enables compaction once this many runs exist.
   int adaptive_trigger_runs = 0;
   // Runs the size hint predicts (size_hint / write_buffer_size), 0 if unknown.

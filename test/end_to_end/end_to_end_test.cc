@@ -56,6 +56,15 @@ class EndToEndTest : public ::testing::Test {
     }
   }
 
+  // ExpectSameAsSamtools with `--stats-json` added to `args` (which must name
+  // the input last, or redirect stdin); returns the statistics written.
+  std::string ExpectSameAsSamtoolsWithStats(const std::string& in, const std::string& args) {
+    const std::string stats = dir_.File("stats.json");
+    ExpectSameAsSamtools(in, absl::StrCat("--stats-json ", stats, " -o ", dir_.File("out.bam"),
+                                          " ", args));
+    return testing::ReadFileOrDie(stats);
+  }
+
   ScratchDir dir_;
 };
 
@@ -94,30 +103,22 @@ TEST_F(EndToEndTest, UncompressedAndLevelOneOutputsMatchSamtools) {
 
 TEST_F(EndToEndTest, SizeHintPlansBackgroundCompactionAndMatchesSamtools) {
   const std::string in = Generate("in.bam", "-n 40000 --seed 7");
-  const std::string stats = dir_.File("stats.json");
-  ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -m 1M -s 64M --disk hdd --stats-json ", stats,
-                                        " -o ", dir_.File("out.bam"), " ", in));
-  const std::string json = testing::ReadFileOrDie(stats);
+  const std::string json = ExpectSameAsSamtoolsWithStats(in, "-@ 2 -m 1M -s 64M --disk hdd " + in);
   EXPECT_NE(json.find("\"compaction_mode\": \"planned\""), std::string::npos) << json;
   EXPECT_EQ(json.find("\"compactions\": 0,"), std::string::npos) << json;
 }
 
 TEST_F(EndToEndTest, PipeInputStartsCompactionAdaptivelyAndMatchesSamtools) {
   const std::string in = Generate("in.bam", "-n 40000 --seed 11");
-  const std::string stats = dir_.File("stats.json");
-  ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -m 1M --disk hdd --stats-json ", stats, " -o ",
-                                        dir_.File("out.bam"), " - < ", in));
-  const std::string json = testing::ReadFileOrDie(stats);
+  const std::string json = ExpectSameAsSamtoolsWithStats(in, "-@ 2 -m 1M --disk hdd - < " + in);
   EXPECT_NE(json.find("\"compaction_mode\": \"adaptive\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"adaptive_compaction_started\": true"), std::string::npos) << json;
 }
 
 TEST_F(EndToEndTest, NoCompactionMergesOnlyAtTheEndAndMatchesSamtools) {
   const std::string in = Generate("in.bam", "-n 40000 --seed 12");
-  const std::string stats = dir_.File("stats.json");
-  ExpectSameAsSamtools(in, absl::StrCat("-m 1M --no-compaction --disk ssd --stats-json ", stats,
-                                        " -o ", dir_.File("out.bam"), " ", in));
-  const std::string json = testing::ReadFileOrDie(stats);
+  const std::string json =
+      ExpectSameAsSamtoolsWithStats(in, "-m 1M --no-compaction --disk ssd " + in);
   EXPECT_NE(json.find("\"compaction_mode\": \"off\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"adaptive_compaction_started\": false"), std::string::npos) << json;
 }
@@ -126,10 +127,8 @@ TEST_F(EndToEndTest, NoCompactionMergesOnlyAtTheEndAndMatchesSamtools) {
 // merges) only through its out-parameter, so the statistics missed them.
 TEST_F(EndToEndTest, IntermediateMergesCountInWriteAmplification) {
   const std::string in = Generate("in.bam", "-n 40000 --seed 13");
-  const std::string stats = dir_.File("stats.json");
-  ExpectSameAsSamtools(in, absl::StrCat("-m 1M --no-compaction --disk hdd --stats-json ", stats,
-                                        " -o ", dir_.File("out.bam"), " ", in));
-  const std::string json = testing::ReadFileOrDie(stats);
+  const std::string json =
+      ExpectSameAsSamtoolsWithStats(in, "-m 1M --no-compaction --disk hdd " + in);
   ASSERT_EQ(json.find("\"intermediate_merges\": 0,"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"compactions\": 0,"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"write_amplification\": 1.000"), std::string::npos) << json;
