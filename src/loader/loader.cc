@@ -1,6 +1,8 @@
 #include "loader/loader.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include <utility>
 
 #include "htslib/bgzf.h"
+#include "htslib/hfile.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -120,8 +123,38 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
           absl::StrFormat("can't open \"%s\": is a directory", path));
     }
   }
+  // A regular file is opened here so that SequentialReadahead can read it
+  // ahead in large requests; anything else (stdin, a FIFO, a device) goes
+  // through htslib's own hts_open.
+  struct stat input_stat;
+  const bool regular_file =
+      !is_stdin && ::stat(path.c_str(), &input_stat) == 0 && S_ISREG(input_stat.st_mode);
+  int fd = -1;
   errno = 0;
-  htsFile* file = hts_open(path.c_str(), "r");
+  htsFile* file = nullptr;
+  if (regular_file) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::PermissionDeniedError(
+          absl::StrFormat("can't open \"%s\": %s", path, std::strerror(errno)));
+    }
+    hFILE* hfile = hdopen(fd, "r");  // Owns fd from here on.
+    if (hfile == nullptr) {
+      const int err = errno;
+      ::close(fd);
+      return absl::ResourceExhaustedError(
+          absl::StrFormat("can't open \"%s\": %s", path, std::strerror(err)));
+    }
+    errno = 0;
+    file = hts_hopen(hfile, path.c_str(), "r");
+    if (file == nullptr) {
+      const int err = errno;
+      hclose_abruptly(hfile);
+      errno = err;
+    }
+  } else {
+    file = hts_open(path.c_str(), "r");
+  }
   if (file == nullptr) {
     const int err = errno;
     // htslib reports an unrecognised format as ENOEXEC ("Exec format error").
@@ -152,9 +185,6 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
   // the header unreadable (htslib's threaded reader fails as a whole).
   // Only regular files: after an error the loader re-reads the file to name
   // the exact record, which a pipe cannot do.
-  struct stat input_stat;
-  const bool regular_file =
-      !is_stdin && ::stat(path.c_str(), &input_stat) == 0 && S_ISREG(input_stat.st_mode);
   // Checked before threads start: htslib's threaded reader deadlocks in
   // bgzf_check_EOF once its reader thread has stopped on a corrupt block.
   const bool missing_eof_marker = regular_file && file->is_bgzf &&
@@ -179,10 +209,15 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
   }
   std::unique_ptr<Input> input(new Input(path, name, file, header, threaded));
   input->missing_eof_marker_ = missing_eof_marker;
+  if (regular_file) {
+    input->readahead_ =
+        std::make_unique<SequentialReadahead>(fd, static_cast<uint64_t>(input_stat.st_size));
+  }
   return input;
 }
 
 Input::~Input() {
+  readahead_.reset();  // Before the descriptor it watches is closed.
   sam_hdr_destroy(header_);
   hts_close(file_);
 }

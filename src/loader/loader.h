@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "htslib/sam.h"
+#include "loader/readahead.h"
 #include "rocksdb/db.h"
 
 namespace rocksort::loader {
@@ -74,6 +75,8 @@ class Input {
   // re-reads a regular file single-threaded to name the exact record.
   bool threaded_;
   bool missing_eof_marker_ = false;
+  // Regular files only: reads the file ahead in large requests.
+  std::unique_ptr<SequentialReadahead> readahead_;
 };
 
 struct LoadOptions {
