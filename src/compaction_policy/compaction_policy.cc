@@ -67,7 +67,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   // Iterators own their blocks: there is no shared cache to size, and the
   // final merge reads every block exactly once anyway.
   table.no_block_cache = true;
-  table.block_size = (input.disk == DiskKind::kHdd ? 256 : 64) * kKiB;
+  // 64 KiB on both profiles: readahead, not the block size, decides the
+  // size of a disk read, and every open run holds two blocks in memory.
+  table.block_size = 64 * kKiB;
   table.filter_policy = nullptr;  // Point lookups never happen.
   table.cache_index_and_filter_blocks = false;
   // XXH3: Debian's portable RocksDB build computes CRC32c in software
@@ -75,18 +77,24 @@ SortPlan MakePlan(const PolicyInput& input) {
   table.checksum = rocksdb::kXXH3;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
-  // Readahead per run at the final merge (and per compaction input). On a
-  // rotating disk a seek costs ~8-10 ms, the time to transfer ~1.5 MiB, so
-  // reads of >= 2 MiB keep seeks below half the time; RocksDB's own tuning
-  // guide asks for at least 2 MiB there.
+  // Readahead per run at the final merge. On a rotating disk a seek costs
+  // ~8-10 ms, the time to transfer ~1.5 MiB, so reads of >= 2 MiB keep seeks
+  // below half the time; RocksDB's own tuning guide asks for at least 2 MiB
+  // there. Intermediate merges (background compactions and the merges after
+  // loading) may read in smaller chunks, down to min_merge_readahead: they
+  // are CPU-bound (one thread merges on the order of 100 MB/s of runs on the
+  // benchmark machine), 1 MiB reads still deliver ~75 MB/s from a disk, and the
+  // memory saved buys a wider fan-in, i.e. fewer rewrites of every record.
   if (input.disk == DiskKind::kHdd) {
     plan.min_readahead = 2 * kMiB;
     plan.max_readahead = 16 * kMiB;
+    plan.min_merge_readahead = 1 * kMiB;
   } else {
     plan.min_readahead = 256 * kKiB;
     plan.max_readahead = 4 * kMiB;
+    plan.min_merge_readahead = 256 * kKiB;
   }
-  o.compaction_readahead_size = plan.min_readahead;
+  const uint64_t blocks = 2 * table.block_size;  // Compressed and decoded block per run.
 
   plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
   // The merge gets half the budget, but never less than kMinMergeBudget: a
@@ -95,9 +103,8 @@ SortPlan MakePlan(const PolicyInput& input) {
   // -m 1M on 830 MiB took 130 s in 1792 binary merges). The floor is part of
   // the fixed overhead stated in docs/design.md.
   plan.merge_budget = std::max<uint64_t>(budget / 2, kMinMergeBudget);
-  const uint64_t per_run_floor = plan.min_readahead + 2 * table.block_size;
-  plan.max_final_runs =
-      static_cast<int>(std::clamp<uint64_t>(plan.merge_budget / per_run_floor, 2, 4096));
+  plan.max_final_runs = static_cast<int>(
+      std::clamp<uint64_t>(plan.merge_budget / (plan.min_readahead + blocks), 2, 4096));
 
   // Universal compaction over one level: every run is a level-0 file and a
   // compaction merges adjacent runs into one. The settings are present in all
@@ -106,17 +113,31 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.num_levels = 1;
   // At most a few compactions at a time: each holds readahead per input.
   o.max_background_compactions = std::clamp(threads / 2, 1, 3);
-  const uint64_t compaction_budget = std::max<uint64_t>(budget / 4, kMinMergeBudget);
-  const uint64_t per_input = o.compaction_readahead_size + 2 * table.block_size;
+  const uint64_t compaction_budget =
+      std::max<uint64_t>(budget / 4, kMinMergeBudget) / o.max_background_compactions;
   const int memory_fan_in = static_cast<int>(std::clamp<uint64_t>(
-      compaction_budget / (per_input * o.max_background_compactions), 2, 1024));
+      compaction_budget / (plan.min_merge_readahead + blocks), 2, 1024));
   plan.expected_runs = input.size_hint == 0 ? 0 : (input.size_hint + o.write_buffer_size - 1) /
                                                       o.write_buffer_size;
   const double ratio = input.size_hint == 0
                            ? 64.0  // Unknown size: plan for data ~64x the final fan-in.
                            : static_cast<double>(plan.expected_runs) / plan.max_final_runs;
+  // Two rounds of f-way merges take T runs to K: f = sqrt(T / K), capped by
+  // memory. The inputs then share the compaction memory: readahead per input
+  // is what is left after the blocks, at least min_merge_readahead.
   plan.merge_fan_in = std::clamp(static_cast<int>(std::ceil(std::sqrt(std::max(ratio, 1.0)))), 2,
                                  memory_fan_in);
+  o.compaction_readahead_size = static_cast<size_t>(std::clamp<uint64_t>(
+      compaction_budget / plan.merge_fan_in - std::min(compaction_budget / plan.merge_fan_in, blocks),
+      plan.min_merge_readahead, plan.max_readahead));
+  // After loading, the memtables' memory is free: the merges down to K runs
+  // (one at a time) may use the whole merge budget, as wide as it holds at
+  // min_merge_readahead per input.
+  plan.merge_down_fan_in = static_cast<int>(std::clamp<uint64_t>(
+      plan.merge_budget / (plan.min_merge_readahead + blocks), 2, 4096));
+  plan.merge_down_readahead = static_cast<size_t>(
+      std::clamp<uint64_t>(plan.merge_budget / plan.merge_down_fan_in - blocks,
+                           plan.min_merge_readahead, plan.max_readahead));
   auto& universal = o.compaction_options_universal;
   universal.min_merge_width = plan.merge_fan_in;
   universal.max_merge_width = plan.merge_fan_in;
@@ -157,7 +178,8 @@ std::string DescribePlan(const SortPlan& plan) {
   const rocksdb::Options& o = plan.options;
   return absl::StrFormat(
       "write_buffer_size=%d x %d, expected runs %s, compaction %s (fan-in %d, "
-      "trigger %d runs), readahead %d..%d KiB, final merge <= %d runs",
+      "trigger %d runs, readahead %d KiB), merges after loading fan-in <= %d, "
+      "final merge <= %d runs (readahead %d..%d KiB)",
       o.write_buffer_size, o.max_write_buffer_number,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       plan.compaction == CompactionMode::kOff
@@ -166,7 +188,8 @@ std::string DescribePlan(const SortPlan& plan) {
       plan.merge_fan_in,
       plan.compaction == CompactionMode::kAdaptive ? plan.adaptive_trigger_runs
                                                    : o.level0_file_num_compaction_trigger,
-      plan.min_readahead / 1024, plan.max_readahead / 1024, plan.max_final_runs);
+      o.compaction_readahead_size / 1024, plan.merge_down_fan_in, plan.max_final_runs,
+      plan.min_readahead / 1024, plan.max_readahead / 1024);
 }
 
 }  // namespace rocksort::compaction_policy

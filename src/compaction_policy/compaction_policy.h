@@ -66,10 +66,21 @@ struct SortPlan {
   uint64_t expected_runs = 0;
   // Runs one background compaction merges (universal min/max merge width).
   int merge_fan_in = 0;
+  // Runs one intermediate merge after loading may merge: what the merge
+  // budget holds at min_merge_readahead per input; and the readahead per
+  // input those merges use (compaction_readahead_size is set to it once
+  // loading is done).
+  int merge_down_fan_in = 0;
+  size_t merge_down_readahead = 0;
   // Memory the final merge may spend on readahead and blocks, bytes.
   uint64_t merge_budget = 0;
-  // Readahead per run below which the merge becomes seek-bound on this disk.
+  // Readahead per run below which the final merge becomes seek-bound on this
+  // disk.
   size_t min_readahead = 0;
+  // Smallest readahead per input of an intermediate merge (background
+  // compaction or a merge after loading); the options' compaction_readahead_size
+  // is at least this.
+  size_t min_merge_readahead = 0;
   // Readahead per run beyond which more memory buys nothing.
   size_t max_readahead = 0;
   // The most sorted runs the final merge may read at once (>= 2): more runs
@@ -90,7 +101,8 @@ struct SortPlan {
 //     universal compaction merges groups of f runs in the background, with f
 //     the larger of sqrt(T / K) (two rewrites reach K runs) and 2, capped by
 //     what fits in the compaction memory max(B/4, 16 MiB) at
-//     compaction_readahead + 2 x block per input.
+//     min_merge_readahead + 2 x block per input; the inputs share that memory
+//     as readahead (compaction_readahead_size).
 SortPlan MakePlan(const PolicyInput& input);
 
 // Readahead per run for a final merge over `runs` sorted runs:

@@ -9,6 +9,7 @@
 #include <functional>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -347,8 +348,15 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   }
   sample_temp();
   RETURN_IF_ERROR(QuiesceCompactions(db, cancelled));
+  // The memtables are gone: the merges down to K runs may be wider than the
+  // background ones, with the readahead that the merge budget then allows.
+  if (rocksdb::Status s = db->SetDBOptions(
+          {{"compaction_readahead_size", std::to_string(plan.merge_down_readahead)}});
+      !s.ok()) {
+    return FromRocks("can't set the readahead of the merges", s);
+  }
   ASSIGN_OR_RETURN(report->intermediate_merges,
-                   MergeDown(db, plan.max_final_runs, plan.max_final_runs, cancelled,
+                   MergeDown(db, plan.max_final_runs, plan.merge_down_fan_in, cancelled,
                              [&](uint64_t bytes_written) {
                                sample_temp();
                                stats->AddManualCompaction(bytes_written);

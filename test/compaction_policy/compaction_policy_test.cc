@@ -1,5 +1,8 @@
 #include "compaction_policy/compaction_policy.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "gtest/gtest.h"
 #include "rocksdb/table.h"
 
@@ -81,7 +84,9 @@ TEST(CompactionPolicy, ManyExpectedRunsGiveTwoPassFanIn) {
   EXPECT_EQ(u.max_merge_width, static_cast<unsigned>(f));
   EXPECT_GE(f, 2);
   const auto* table = plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
-  const uint64_t per_input = plan.options.compaction_readahead_size + 2 * table->block_size;
+  // Capped by memory: one more input at the smallest merge readahead would
+  // not fit in the compaction memory.
+  const uint64_t per_input = plan.min_merge_readahead + 2 * table->block_size;
   const bool memory_capped = (f + 1) * per_input * plan.options.max_background_compactions >
                              std::max<uint64_t>(16 * kMiB, 64 * kMiB / 4);
   EXPECT_TRUE(static_cast<uint64_t>(f) * f * plan.max_final_runs >= plan.expected_runs ||
@@ -110,6 +115,56 @@ TEST(CompactionPolicy, FinalMergeFitsMergeBudget) {
       EXPECT_LE(per_run * plan.max_final_runs, plan.merge_budget) << budget;
     }
   }
+}
+
+TEST(CompactionPolicy, MergesFitTheirMemory) {
+  for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
+    for (uint64_t budget : {16 * kMiB, 64 * kMiB, 1024 * kMiB}) {
+      for (int threads : {1, 2, 8}) {
+        const SortPlan plan = MakePlan(Input(budget, threads, 1000 * budget, disk));
+        const auto* table =
+            plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
+        ASSERT_NE(table, nullptr);
+        const uint64_t blocks = 2 * table->block_size;
+        SCOPED_TRACE(testing::Message() << "budget " << budget << " threads " << threads);
+        // Background compactions, all running at once, within max(B/4, 16 MiB).
+        EXPECT_GE(plan.options.compaction_readahead_size, plan.min_merge_readahead);
+        EXPECT_LE(plan.merge_fan_in * (plan.options.compaction_readahead_size + blocks) *
+                      plan.options.max_background_compactions,
+                  std::max(budget / 4, 16 * kMiB));
+        // The merges after loading within the merge budget.
+        EXPECT_GE(plan.merge_down_readahead, plan.min_merge_readahead);
+        EXPECT_LE(plan.merge_down_fan_in * (plan.merge_down_readahead + blocks),
+                  plan.merge_budget);
+        EXPECT_GE(plan.merge_down_fan_in, 2);
+      }
+    }
+  }
+}
+
+TEST(CompactionPolicy, RecordsAreRewrittenAboutTwiceUpToRatio1000) {
+  // Data 1000x the budget: rounds of f-way merges to get from T runs to K is
+  // log(T / K) / log(f); the bound is "about twice".
+  for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
+    for (uint64_t budget : {16 * kMiB, 64 * kMiB, 1024 * kMiB}) {
+      const SortPlan plan = MakePlan(Input(budget, 2, 1000 * budget, disk));
+      ASSERT_EQ(plan.compaction, CompactionMode::kPlanned);
+      const double rounds =
+          std::log(static_cast<double>(plan.expected_runs) / plan.max_final_runs) /
+          std::log(static_cast<double>(plan.merge_fan_in));
+      EXPECT_LE(rounds, 2.5) << "budget " << budget << " hdd " << (disk == DiskKind::kHdd);
+    }
+  }
+}
+
+TEST(CompactionPolicy, HddReadsFewerLargerChunks) {
+  const SortPlan ssd = MakePlan(Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kSsd));
+  const SortPlan hdd = MakePlan(Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kHdd));
+  EXPECT_GE(hdd.min_readahead, 2 * kMiB);
+  EXPECT_GE(hdd.min_merge_readahead, 1 * kMiB);
+  EXPECT_GT(hdd.min_readahead, ssd.min_readahead);
+  EXPECT_LT(hdd.max_final_runs, ssd.max_final_runs);
+  EXPECT_LE(hdd.merge_down_fan_in, ssd.merge_down_fan_in);
 }
 
 }  // namespace
