@@ -66,10 +66,11 @@ struct SortPlan {
   uint64_t expected_runs = 0;
   // Runs one background compaction merges (universal min/max merge width).
   int merge_fan_in = 0;
-  // Runs one intermediate merge after loading may merge: what the merge
-  // budget holds at min_merge_readahead per input; and the readahead per
-  // input those merges use (compaction_readahead_size is set to it once
-  // loading is done).
+  // After loading, the memtables' and compactions' memory (post_load_memory)
+  // is free for the merges down to K runs, run one at a time: each merges up
+  // to merge_down_fan_in runs read with merge_down_readahead per input
+  // (compaction_readahead_size is set to it once loading is done).
+  uint64_t post_load_memory = 0;
   int merge_down_fan_in = 0;
   size_t merge_down_readahead = 0;
   // Memory the final merge may spend on readahead and blocks, bytes.

@@ -132,10 +132,11 @@ TEST(CompactionPolicy, MergesFitTheirMemory) {
         EXPECT_LE(plan.merge_fan_in * (plan.options.compaction_readahead_size + blocks) *
                       plan.options.max_background_compactions,
                   std::max(budget / 4, 16 * kMiB));
-        // The merges after loading within the merge budget.
+        // The merges after loading within the memory loading used.
         EXPECT_GE(plan.merge_down_readahead, plan.min_merge_readahead);
         EXPECT_LE(plan.merge_down_fan_in * (plan.merge_down_readahead + blocks),
-                  plan.merge_budget);
+                  plan.post_load_memory);
+        EXPECT_LE(plan.post_load_memory, budget * 3 / 4 + std::max(budget / 4, 16 * kMiB));
         EXPECT_GE(plan.merge_down_fan_in, 2);
       }
     }
