@@ -66,7 +66,9 @@ Runs:
                      first command's; exit status 1 if one differs
   --workdir DIR      work directory; must be on the block device to emulate
                      [\${TMPDIR:-/tmp}/rocksort-bench]
-  --keep             keep the last run's outputs as DIR/out.NAME.bam
+  --keep             keep the last run's outputs as DIR/out.NAME.bam and what
+                     each command printed as DIR/log.NAME.txt (pass -v to
+                     rocksort after -- for its statistics)
   -h, --help         print this help and exit
 
 The generated input (DIR/input-SIZE-sSEED.bam, shared with tools/bench.sh) is
@@ -544,7 +546,8 @@ if ((keep)); then
   echo "== Kept outputs"
   for name in "${names[@]}"; do
     mv -f -- "$scratch/out.$name.bam" "$workdir/out.$name.bam"
-    echo "  $workdir/out.$name.bam"
+    mv -f -- "$scratch/log.$name.$runs" "$workdir/log.$name.txt"
+    echo "  $workdir/out.$name.bam, $workdir/log.$name.txt"
   done
 fi
 
