@@ -97,15 +97,12 @@ SortPlan MakePlan(const PolicyInput& input) {
   const uint64_t blocks = 2 * table.block_size;  // Compressed and decoded block per run.
 
   plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
-  // The merges after loading and the final merge may use the memory loading
-  // used: the memtables' and the background compactions' share, the latter
-  // never less than kMinMergeBudget: a merge needs a block or two per run
-  // whatever the budget, and with a tiny -m a fan-in of 2 or 3 would rewrite
-  // the data log2(runs) times (measured: -m 1M on 830 MiB took 130 s in 1792
-  // binary merges). The floor is part of the fixed overhead stated in
-  // docs/design.md.
-  const uint64_t compaction_memory = std::max<uint64_t>(budget / 4, kMinMergeBudget);
-  plan.merge_budget = o.write_buffer_size * o.max_write_buffer_number + compaction_memory;
+  // The merge gets half the budget, but never less than kMinMergeBudget: a
+  // merge needs a block or two per run whatever the budget, and with a tiny
+  // -m a fan-in of 2 or 3 would rewrite the data log2(runs) times (measured:
+  // -m 1M on 830 MiB took 130 s in 1792 binary merges). The floor is part of
+  // the fixed overhead stated in docs/design.md.
+  plan.merge_budget = std::max<uint64_t>(budget / 2, kMinMergeBudget);
   plan.max_final_runs = static_cast<int>(
       std::clamp<uint64_t>(plan.merge_budget / (plan.min_readahead + blocks), 2, 4096));
 
@@ -116,7 +113,8 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.num_levels = 1;
   // At most a few compactions at a time: each holds readahead per input.
   o.max_background_compactions = std::clamp(threads / 2, 1, 3);
-  const uint64_t compaction_budget = compaction_memory / o.max_background_compactions;
+  const uint64_t compaction_budget =
+      std::max<uint64_t>(budget / 4, kMinMergeBudget) / o.max_background_compactions;
   const int memory_fan_in = static_cast<int>(std::clamp<uint64_t>(
       compaction_budget / (plan.min_merge_readahead + blocks), 2, 1024));
   plan.expected_runs = input.size_hint == 0 ? 0 : (input.size_hint + o.write_buffer_size - 1) /
@@ -124,26 +122,27 @@ SortPlan MakePlan(const PolicyInput& input) {
   const double ratio = input.size_hint == 0
                            ? 64.0  // Unknown size: plan for data ~64x the final fan-in.
                            : static_cast<double>(plan.expected_runs) / plan.max_final_runs;
-  // As wide as memory allows, but no wider than one round needs (T / K):
-  // merges are CPU-bound, so the number of rounds, log(T / K) / log(f), is
-  // what costs; two rounds reach K when f >= sqrt(T / K). The inputs then
-  // share the compaction memory: readahead per input is what is left after
-  // the blocks, at least min_merge_readahead.
-  plan.merge_fan_in =
-      std::clamp(static_cast<int>(std::ceil(std::max(ratio, 1.0))), 2, memory_fan_in);
+  // Two rounds of f-way merges take T runs to K: f = sqrt(T / K), capped by
+  // memory. The inputs then share the compaction memory: readahead per input
+  // is what is left after the blocks, at least min_merge_readahead.
+  plan.merge_fan_in = std::clamp(static_cast<int>(std::ceil(std::sqrt(std::max(ratio, 1.0)))), 2,
+                                 memory_fan_in);
   o.compaction_readahead_size = static_cast<size_t>(std::clamp<uint64_t>(
       compaction_budget / plan.merge_fan_in - std::min(compaction_budget / plan.merge_fan_in, blocks),
       plan.min_merge_readahead, plan.max_readahead));
-  // After loading, the merges down to K runs run one at a time and may use
-  // the whole merge budget, as wide as it holds at min_merge_readahead per
-  // input. (One at a time because RocksDB refuses a second CompactFiles into
-  // the same level over an overlapping key range, and its own universal
-  // picker, run after loading, rewrote the data 7 times instead of 3.3: it
-  // merges newer runs into the accumulated older ones.)
+  // After loading, the memory the memtables and background compactions used
+  // is free: the merges down to K runs (one at a time) may use all of it, as
+  // wide as it holds at min_merge_readahead per input. (One at a time because
+  // RocksDB refuses a second CompactFiles into the same level over an
+  // overlapping key range, and its own universal picker, run after loading,
+  // rewrote the data 7 times instead of 3.5: it merges newer runs into the
+  // accumulated older ones.)
+  plan.post_load_memory = o.write_buffer_size * o.max_write_buffer_number +
+                          std::max<uint64_t>(budget / 4, kMinMergeBudget);
   plan.merge_down_fan_in = static_cast<int>(std::clamp<uint64_t>(
-      plan.merge_budget / (plan.min_merge_readahead + blocks), 2, 4096));
+      plan.post_load_memory / (plan.min_merge_readahead + blocks), 2, 4096));
   plan.merge_down_readahead = static_cast<size_t>(
-      std::clamp<uint64_t>(plan.merge_budget / plan.merge_down_fan_in - blocks,
+      std::clamp<uint64_t>(plan.post_load_memory / plan.merge_down_fan_in - blocks,
                            plan.min_merge_readahead, plan.max_readahead));
   auto& universal = o.compaction_options_universal;
   universal.min_merge_width = plan.merge_fan_in;
@@ -154,10 +153,8 @@ SortPlan MakePlan(const PolicyInput& input) {
   // Never merge everything into one file: that doubles disk use and builds
   // one oversized SST (blocks and index have 4 GiB limits).
   universal.max_size_amplification_percent = 1u << 30;
-  // Compact only once there are a group's worth of runs more than the final
-  // merge reads: with a trigger of K, the last K runs of a round (enough for
-  // the final merge) would be merged again as soon as a few new runs arrive.
-  o.level0_file_num_compaction_trigger = plan.max_final_runs + plan.merge_fan_in;
+  // Compact only while there are more runs than the final merge reads well.
+  o.level0_file_num_compaction_trigger = std::max(plan.max_final_runs, plan.merge_fan_in + 1);
 
   if (!input.allow_compaction) {
     plan.compaction = CompactionMode::kOff;

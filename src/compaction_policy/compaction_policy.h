@@ -66,15 +66,14 @@ struct SortPlan {
   uint64_t expected_runs = 0;
   // Runs one background compaction merges (universal min/max merge width).
   int merge_fan_in = 0;
-  // After loading, the merges down to K runs, run one at a time, merge up to
-  // merge_down_fan_in runs each, read with merge_down_readahead per input
-  // (compaction_readahead_size is set to it once loading is done), within
-  // merge_budget.
+  // After loading, the memtables' and compactions' memory (post_load_memory)
+  // is free for the merges down to K runs, run one at a time: each merges up
+  // to merge_down_fan_in runs read with merge_down_readahead per input
+  // (compaction_readahead_size is set to it once loading is done).
+  uint64_t post_load_memory = 0;
   int merge_down_fan_in = 0;
   size_t merge_down_readahead = 0;
-  // Memory the merges after loading and the final merge may spend on
-  // readahead and blocks, bytes: what the memtables and background
-  // compactions used while loading, 3/4 B + max(B/4, 16 MiB).
+  // Memory the final merge may spend on readahead and blocks, bytes.
   uint64_t merge_budget = 0;
   // Readahead per run below which the final merge becomes seek-bound on this
   // disk.
@@ -96,14 +95,13 @@ struct SortPlan {
 //   * A disk needs reads of at least min_readahead per request to keep seeks
 //     a small fraction of transfer time: seek x bandwidth is ~1.4 MiB on a
 //     disk (8 ms at 180 MB/s), ~0.1 MiB on an SSD; min_readahead is ~1.5x that.
-//   * The final merge may use the memory loading used, merge_budget =
-//     3/4 B + max(B/4, 16 MiB), so it reads at most
-//     K = max_final_runs = merge_budget / (min_readahead + 2 x block) runs.
+//   * The final merge may use merge_budget = max(B/2, 16 MiB), so it reads at
+//     most K = max_final_runs = merge_budget / (min_readahead + 2 x block) runs.
 //   * Expected runs T = size / write_buffer_size. If T <= K nothing is merged
 //     before the end (compaction would be pure write amplification). Otherwise
-//     universal compaction merges groups of f runs in the background once
-//     K + f runs exist, with f = T / K (one round reaches K runs), at least 2,
-//     capped by what fits in the compaction memory max(B/4, 16 MiB) at
+//     universal compaction merges groups of f runs in the background, with f
+//     the larger of sqrt(T / K) (two rewrites reach K runs) and 2, capped by
+//     what fits in the compaction memory max(B/4, 16 MiB) at
 //     min_merge_readahead + 2 x block per input; the inputs share that memory
 //     as readahead (compaction_readahead_size).
 SortPlan MakePlan(const PolicyInput& input);

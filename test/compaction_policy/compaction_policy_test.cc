@@ -135,8 +135,8 @@ TEST(CompactionPolicy, MergesFitTheirMemory) {
         // The merges after loading within the memory loading used.
         EXPECT_GE(plan.merge_down_readahead, plan.min_merge_readahead);
         EXPECT_LE(plan.merge_down_fan_in * (plan.merge_down_readahead + blocks),
-                  plan.merge_budget);
-        EXPECT_LE(plan.merge_budget, budget * 3 / 4 + std::max(budget / 4, 16 * kMiB));
+                  plan.post_load_memory);
+        EXPECT_LE(plan.post_load_memory, budget * 3 / 4 + std::max(budget / 4, 16 * kMiB));
         EXPECT_GE(plan.merge_down_fan_in, 2);
       }
     }
