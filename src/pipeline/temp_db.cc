@@ -87,6 +87,14 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
     return absl::InvalidArgumentError(
         absl::StrFormat("can't write \"%s\": is a directory", path));
   }
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::PermissionDeniedError(
+          absl::StrFormat("can't open \"%s\" for writing: %s", path, ErrnoText()));
+    }
+    return std::unique_ptr<OutputFile>(new OutputFile(path, "", fd, true, registry));
+  }
   std::string templ = path + ".partial.XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
@@ -104,14 +112,18 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
 }
 
 OutputFile::~OutputFile() {
-  if (is_stdout_ || committed_) return;
+  if (is_stream_) {
+    if (fd_ != STDOUT_FILENO) ::close(fd_);
+    return;
+  }
+  if (committed_) return;
   if (fd_ >= 0) ::close(fd_);
   ::unlink(partial_.c_str());
   if (registry_ != nullptr) registry_->Unregister(partial_);
 }
 
 absl::Status OutputFile::Commit() {
-  if (is_stdout_) {
+  if (is_stream_) {
     committed_ = true;
     return absl::OkStatus();
   }

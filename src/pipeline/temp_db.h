@@ -62,8 +62,12 @@ class TempDb {
 
 class OutputFile {
  public:
-  // "-" means stdout. Otherwise creates `<path>.partial.XXXXXX` beside `path`
-  // with the permissions a new file would get (0666 & ~umask).
+  // "-" means stdout. An existing path that is not a regular file (a device
+  // such as /dev/null, a FIFO) is opened and written as it is, like stdout:
+  // there is no file to replace atomically (and renaming over /dev/null
+  // would replace the device). Otherwise creates `<path>.partial.XXXXXX`
+  // beside `path` with the permissions a new file would get
+  // (0666 & ~umask).
   static absl::StatusOr<std::unique_ptr<OutputFile>> Create(const std::string& path,
                                                             CleanupRegistry* registry);
   ~OutputFile();  // Removes the partial file unless committed.
@@ -74,22 +78,23 @@ class OutputFile {
   int fd() const { return fd_; }
   // The user-facing name: the final path, or "stdout".
   const std::string& name() const { return name_; }
-  bool is_stdout() const { return is_stdout_; }
+  // stdout or a device/FIFO: written in place, nothing to rename or remove.
+  bool is_stream() const { return is_stream_; }
 
   // Makes the output durable (fsync) and visible under its final name.
   // REQUIRES: everything was written and verified. Errors name the file.
   absl::Status Commit();
 
  private:
-  OutputFile(std::string name, std::string partial, int fd, bool is_stdout,
+  OutputFile(std::string name, std::string partial, int fd, bool is_stream,
              CleanupRegistry* registry)
       : name_(std::move(name)), partial_(std::move(partial)), fd_(fd),
-        is_stdout_(is_stdout), registry_(registry) {}
+        is_stream_(is_stream), registry_(registry) {}
 
   const std::string name_;
-  const std::string partial_;  // Empty for stdout.
-  int fd_;
-  const bool is_stdout_;
+  const std::string partial_;  // Empty for a stream.
+  int fd_;                     // Owned unless it is STDOUT_FILENO.
+  const bool is_stream_;
   CleanupRegistry* const registry_;
   bool committed_ = false;
 };

@@ -1,6 +1,11 @@
 #include "pipeline/pipeline.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -173,6 +178,62 @@ TEST(OutputFileTest, UncommittedOutputIsRemoved) {
   ASSERT_TRUE(out.ok());
   ASSERT_TRUE((*out)->Commit().ok());
   EXPECT_EQ(dir.List(), std::vector<std::string>{"o.bam"});
+}
+
+// A device or FIFO is written in place: renaming a finished file over
+// /dev/null (as root) would replace the device node.
+TEST(OutputFileTest, DeviceIsWrittenInPlace) {
+  struct stat before;
+  ASSERT_EQ(::stat("/dev/null", &before), 0);
+  ASSERT_TRUE(S_ISCHR(before.st_mode));
+  {
+    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create("/dev/null", nullptr);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE((*out)->is_stream());
+    ASSERT_EQ(::write((*out)->fd(), "x", 1), 1);
+    ASSERT_TRUE((*out)->Commit().ok());
+  }
+  struct stat after;
+  ASSERT_EQ(::stat("/dev/null", &after), 0);
+  EXPECT_TRUE(S_ISCHR(after.st_mode));
+  EXPECT_EQ(after.st_ino, before.st_ino);
+}
+
+TEST(OutputFileTest, FifoIsWrittenInPlace) {
+  ScratchDir dir;
+  const std::string fifo = dir.File("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // A reader, so that opening the FIFO for writing does not block.
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  {
+    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(fifo, nullptr);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(::write((*out)->fd(), "xy", 2), 2);
+    ASSERT_TRUE((*out)->Commit().ok());
+  }
+  char buf[4];
+  EXPECT_EQ(::read(reader, buf, sizeof(buf)), 2);
+  ::close(reader);
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"fifo"});  // No partial file left.
+}
+
+TEST(PipelineTempDirTest, StreamOutputsPutTempDataUnderTmpdir) {
+  ScratchDir dir;
+  const char* old_tmpdir = std::getenv("TMPDIR");
+  const std::string saved = old_tmpdir != nullptr ? old_tmpdir : "";
+  ::setenv("TMPDIR", dir.path().c_str(), 1);
+  SortOptions o;
+  o.input = "in.bam";
+  o.output = "/dev/null";
+  EXPECT_EQ(TempDirPrefix(o), dir.path() + "/rocksort.");
+  o.output = "-";
+  EXPECT_EQ(TempDirPrefix(o), dir.path() + "/rocksort.");
+  if (old_tmpdir != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
 }
 
 }  // namespace
