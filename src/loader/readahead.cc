@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 namespace rocksort::loader {
@@ -16,17 +17,13 @@ SequentialReadahead::SequentialReadahead(int fd, uint64_t file_size, uint64_t wi
 }
 
 void SequentialReadahead::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
+  stop_.store(true, std::memory_order_relaxed);
   if (thread_.joinable()) thread_.join();
 }
 
 void SequentialReadahead::Run() {
   uint64_t requested = 0;  // Everything below this offset has been asked for.
-  absl::MutexLock lock(&mu_);
-  while (!stop_ && requested < file_size_) {
+  while (!stop_.load(std::memory_order_relaxed) && requested < file_size_) {
     const off_t offset = ::lseek(fd_, 0, SEEK_CUR);
     if (offset < 0) return;  // Not seekable after all: nothing to do.
     // A reader that seeked forward (or read faster) makes older requests moot.
@@ -44,7 +41,7 @@ void SequentialReadahead::Run() {
     }
     // Poll the reader's progress: a few ms is far less than the time a
     // window lasts (16 MiB at hundreds of MB/s).
-    mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Milliseconds(5));
+    absl::SleepFor(absl::Milliseconds(5));
   }
 }
 

@@ -18,11 +18,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <thread>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 namespace rocksort::loader {
 
@@ -46,8 +44,9 @@ class SequentialReadahead {
   const uint64_t file_size_;
   const uint64_t window_;
   const uint64_t chunk_;
-  absl::Mutex mu_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Polled every few milliseconds (a flag, not a condition variable: the
+  // thread only sleeps between polls of the reader's offset anyway).
+  std::atomic<bool> stop_{false};
   std::thread thread_;
 };
 
