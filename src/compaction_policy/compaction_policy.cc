@@ -23,6 +23,13 @@ constexpr int kNeverStall = 1 << 30;
 // Lower bound of the final merge's memory; see MakePlan.
 constexpr uint64_t kMinMergeBudget = 16 * kMiB;
 
+// Readahead per input when `inputs` runs share `memory` and each also holds
+// `blocks` bytes of blocks: what is left of its share, clamped to [lo, hi].
+size_t ReadaheadPerInput(uint64_t memory, int inputs, uint64_t blocks, size_t lo, size_t hi) {
+  const uint64_t share = memory / std::max(1, inputs);
+  return static_cast<size_t>(std::clamp<uint64_t>(share > blocks ? share - blocks : 0, lo, hi));
+}
+
 }  // namespace
 
 SortPlan MakePlan(const PolicyInput& input) {
@@ -113,8 +120,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.num_levels = 1;
   // At most a few compactions at a time: each holds readahead per input.
   o.max_background_compactions = std::clamp(threads / 2, 1, 3);
-  const uint64_t compaction_budget =
-      std::max<uint64_t>(budget / 4, kMinMergeBudget) / o.max_background_compactions;
+  // Memory of all background compactions together, and of one of them.
+  const uint64_t compaction_memory = std::max<uint64_t>(budget / 4, kMinMergeBudget);
+  const uint64_t compaction_budget = compaction_memory / o.max_background_compactions;
   const int memory_fan_in = static_cast<int>(std::clamp<uint64_t>(
       compaction_budget / (plan.min_merge_readahead + blocks), 2, 1024));
   plan.expected_runs = input.size_hint == 0 ? 0 : (input.size_hint + o.write_buffer_size - 1) /
@@ -127,9 +135,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   // is what is left after the blocks, at least min_merge_readahead.
   plan.merge_fan_in = std::clamp(static_cast<int>(std::ceil(std::sqrt(std::max(ratio, 1.0)))), 2,
                                  memory_fan_in);
-  o.compaction_readahead_size = static_cast<size_t>(std::clamp<uint64_t>(
-      compaction_budget / plan.merge_fan_in - std::min(compaction_budget / plan.merge_fan_in, blocks),
-      plan.min_merge_readahead, plan.max_readahead));
+  o.compaction_readahead_size =
+      ReadaheadPerInput(compaction_budget, plan.merge_fan_in, blocks, plan.min_merge_readahead,
+                        plan.max_readahead);
   // After loading, the memory the memtables and background compactions used
   // is free: the merges down to K runs (one at a time) may use all of it, as
   // wide as it holds at min_merge_readahead per input. (One at a time because
@@ -137,13 +145,12 @@ SortPlan MakePlan(const PolicyInput& input) {
   // overlapping key range, and its own universal picker, run after loading,
   // rewrote the data 7 times instead of 3.5: it merges newer runs into the
   // accumulated older ones.)
-  plan.post_load_memory = o.write_buffer_size * o.max_write_buffer_number +
-                          std::max<uint64_t>(budget / 4, kMinMergeBudget);
+  plan.post_load_memory = o.write_buffer_size * o.max_write_buffer_number + compaction_memory;
   plan.merge_down_fan_in = static_cast<int>(std::clamp<uint64_t>(
       plan.post_load_memory / (plan.min_merge_readahead + blocks), 2, 4096));
-  plan.merge_down_readahead = static_cast<size_t>(
-      std::clamp<uint64_t>(plan.post_load_memory / plan.merge_down_fan_in - blocks,
-                           plan.min_merge_readahead, plan.max_readahead));
+  plan.merge_down_readahead =
+      ReadaheadPerInput(plan.post_load_memory, plan.merge_down_fan_in, blocks,
+                        plan.min_merge_readahead, plan.max_readahead);
   auto& universal = o.compaction_options_universal;
   universal.min_merge_width = plan.merge_fan_in;
   universal.max_merge_width = plan.merge_fan_in;
@@ -174,10 +181,8 @@ size_t FinalReadahead(const SortPlan& plan, int runs) {
   const auto* table =
       plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
   const uint64_t blocks = table != nullptr ? 2 * table->block_size : 0;
-  const uint64_t per_run = plan.merge_budget / std::max(1, runs);
-  const uint64_t readahead = per_run > blocks ? per_run - blocks : 0;
-  return static_cast<size_t>(std::clamp<uint64_t>(readahead, plan.min_readahead,
-                                                  plan.max_readahead));
+  return ReadaheadPerInput(plan.merge_budget, runs, blocks, plan.min_readahead,
+                           plan.max_readahead);
 }
 
 std::string DescribePlan(const SortPlan& plan) {

@@ -109,16 +109,16 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
                                                    int threads) {
   const bool is_stdin = path == "-";
   const std::string name = is_stdin ? "stdin" : path;
+  struct stat input_stat;
   if (!is_stdin) {
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0) {
+    if (stat(path.c_str(), &input_stat) != 0) {
       const int err = errno;
       const std::string msg =
           absl::StrFormat("can't open \"%s\": %s", path, std::strerror(err));
       return err == ENOENT ? absl::NotFoundError(msg)
                            : absl::PermissionDeniedError(msg);
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (S_ISDIR(input_stat.st_mode)) {
       return absl::InvalidArgumentError(
           absl::StrFormat("can't open \"%s\": is a directory", path));
     }
@@ -126,9 +126,7 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
   // A regular file is opened here so that SequentialReadahead can read it
   // ahead in large requests; anything else (stdin, a FIFO, a device) goes
   // through htslib's own hts_open.
-  struct stat input_stat;
-  const bool regular_file =
-      !is_stdin && ::stat(path.c_str(), &input_stat) == 0 && S_ISREG(input_stat.st_mode);
+  const bool regular_file = !is_stdin && S_ISREG(input_stat.st_mode);
   int fd = -1;
   errno = 0;
   htsFile* file = nullptr;

@@ -215,13 +215,9 @@ std::string TempDirPrefix(const SortOptions& options) {
     }
     return options.temp_prefix + ".rocksort.";
   }
-  // Beside the output, unless it is stdout or an existing non-regular file
-  // (/dev/null, a FIFO): its directory is no place for temporary data.
-  struct stat st;
-  const bool output_is_stream =
-      options.output == "-" ||
-      (::stat(options.output.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
-  if (!output_is_stream) return options.output + ".rocksort.";
+  // Beside the output, unless it is stdout or a device/FIFO written in place
+  // (/dev/null): its directory is no place for temporary data.
+  if (!OutputFile::WritesInPlace(options.output)) return options.output + ".rocksort.";
   const char* tmpdir = std::getenv("TMPDIR");
   const std::string dir = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : ".";
   return dir + "/rocksort.";

@@ -87,7 +87,7 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
     return absl::InvalidArgumentError(
         absl::StrFormat("can't write \"%s\": is a directory", path));
   }
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  if (WritesInPlace(path)) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
       return absl::PermissionDeniedError(
@@ -109,6 +109,12 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
   ::umask(mask);
   (void)::fchmod(fd, 0666 & ~mask);
   return std::unique_ptr<OutputFile>(new OutputFile(path, buf.data(), fd, false, registry));
+}
+
+bool OutputFile::WritesInPlace(const std::string& path) {
+  if (path == "-") return true;
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
 OutputFile::~OutputFile() {

@@ -70,6 +70,9 @@ class OutputFile {
   // (0666 & ~umask).
   static absl::StatusOr<std::unique_ptr<OutputFile>> Create(const std::string& path,
                                                             CleanupRegistry* registry);
+  // Whether Create writes `path` in place: "-" or an existing path that is
+  // neither a regular file nor a directory.
+  static bool WritesInPlace(const std::string& path);
   ~OutputFile();  // Removes the partial file unless committed.
 
   OutputFile(const OutputFile&) = delete;
