@@ -20,7 +20,7 @@ constexpr uint64_t kMiB = 1024 * kKiB;
 // and the DB is scratch, so a stall only wastes time.
 constexpr int kNeverStall = 1 << 30;
 
-// Lower bound of the final merge's memory; see MakePlan.
+// Lower bound of the background compactions' memory; see MakePlan.
 constexpr uint64_t kMinMergeBudget = 16 * kMiB;
 
 // Readahead per input when `inputs` runs share `memory` and each also holds
@@ -104,14 +104,6 @@ SortPlan MakePlan(const PolicyInput& input) {
   const uint64_t blocks = 2 * table.block_size;  // Compressed and decoded block per run.
 
   plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
-  // The merge gets half the budget, but never less than kMinMergeBudget: a
-  // merge needs a block or two per run whatever the budget, and with a tiny
-  // -m a fan-in of 2 or 3 would rewrite the data log2(runs) times (measured:
-  // -m 1M on 830 MiB took 130 s in 1792 binary merges). The floor is part of
-  // the fixed overhead stated in docs/design.md.
-  plan.merge_budget = std::max<uint64_t>(budget / 2, kMinMergeBudget);
-  plan.max_final_runs = static_cast<int>(
-      std::clamp<uint64_t>(plan.merge_budget / (plan.min_readahead + blocks), 2, 4096));
 
   // Universal compaction over one level: every run is a level-0 file and a
   // compaction merges adjacent runs into one. The settings are present in all
@@ -120,9 +112,37 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.num_levels = 1;
   // At most a few compactions at a time: each holds readahead per input.
   o.max_background_compactions = std::clamp(threads / 2, 1, 3);
-  // Memory of all background compactions together, and of one of them.
+  // Memory of all background compactions together, and of one of them. The
+  // floor exists because a merge needs a block or two per run whatever the
+  // budget: with a tiny -m a fan-in of 2 or 3 would rewrite the data
+  // log2(runs) times (measured: -m 1M on 830 MiB took 130 s in 1792 binary
+  // merges). It is part of the fixed overhead stated in docs/design.md.
   const uint64_t compaction_memory = std::max<uint64_t>(budget / 4, kMinMergeBudget);
   const uint64_t compaction_budget = compaction_memory / o.max_background_compactions;
+
+  // After loading, the memory the memtables and background compactions used
+  // is free: the merges down to K runs and then the final merge may use all
+  // of it.
+  plan.post_load_memory = o.write_buffer_size * o.max_write_buffer_number + compaction_memory;
+  plan.merge_budget = plan.post_load_memory;
+  plan.max_final_runs = static_cast<int>(
+      std::clamp<uint64_t>(plan.merge_budget / (plan.min_readahead + blocks), 2, 4096));
+  // One lane per thread (at most 4, and at least two final runs per lane):
+  // after loading, each lane is merged down by its own thread.
+  plan.lanes = std::clamp(std::min(threads, plan.max_final_runs / 2), 1, 4);
+  plan.max_final_runs_per_lane = plan.max_final_runs / plan.lanes;
+  // The lanes' merges after loading run at once and share the memory: each
+  // is as wide as its share holds at min_merge_readahead per input. (Within
+  // a lane they run one at a time: RocksDB refuses a second CompactFiles
+  // into the same level over an overlapping key range, and its own universal
+  // picker, run after loading, rewrote the data 7 times instead of 3.5: it
+  // merges newer runs into the accumulated older ones.)
+  const uint64_t lane_memory = plan.post_load_memory / plan.lanes;
+  plan.merge_down_fan_in = static_cast<int>(
+      std::clamp<uint64_t>(lane_memory / (plan.min_merge_readahead + blocks), 2, 4096));
+  plan.merge_down_readahead = ReadaheadPerInput(lane_memory, plan.merge_down_fan_in, blocks,
+                                                plan.min_merge_readahead, plan.max_readahead);
+
   const int memory_fan_in = static_cast<int>(std::clamp<uint64_t>(
       compaction_budget / (plan.min_merge_readahead + blocks), 2, 1024));
   plan.expected_runs = input.size_hint == 0 ? 0 : (input.size_hint + o.write_buffer_size - 1) /
@@ -131,26 +151,14 @@ SortPlan MakePlan(const PolicyInput& input) {
                            ? 64.0  // Unknown size: plan for data ~64x the final fan-in.
                            : static_cast<double>(plan.expected_runs) / plan.max_final_runs;
   // Two rounds of f-way merges take T runs to K: f = sqrt(T / K), capped by
-  // memory. The inputs then share the compaction memory: readahead per input
-  // is what is left after the blocks, at least min_merge_readahead.
+  // memory. (Per lane it is the same ratio: T / lanes runs to K / lanes.)
+  // The inputs then share the compaction memory: readahead per input is what
+  // is left after the blocks, at least min_merge_readahead.
   plan.merge_fan_in = std::clamp(static_cast<int>(std::ceil(std::sqrt(std::max(ratio, 1.0)))), 2,
                                  memory_fan_in);
   o.compaction_readahead_size =
       ReadaheadPerInput(compaction_budget, plan.merge_fan_in, blocks, plan.min_merge_readahead,
                         plan.max_readahead);
-  // After loading, the memory the memtables and background compactions used
-  // is free: the merges down to K runs (one at a time) may use all of it, as
-  // wide as it holds at min_merge_readahead per input. (One at a time because
-  // RocksDB refuses a second CompactFiles into the same level over an
-  // overlapping key range, and its own universal picker, run after loading,
-  // rewrote the data 7 times instead of 3.5: it merges newer runs into the
-  // accumulated older ones.)
-  plan.post_load_memory = o.write_buffer_size * o.max_write_buffer_number + compaction_memory;
-  plan.merge_down_fan_in = static_cast<int>(std::clamp<uint64_t>(
-      plan.post_load_memory / (plan.min_merge_readahead + blocks), 2, 4096));
-  plan.merge_down_readahead =
-      ReadaheadPerInput(plan.post_load_memory, plan.merge_down_fan_in, blocks,
-                        plan.min_merge_readahead, plan.max_readahead);
   auto& universal = o.compaction_options_universal;
   universal.min_merge_width = plan.merge_fan_in;
   universal.max_merge_width = plan.merge_fan_in;
@@ -160,8 +168,10 @@ SortPlan MakePlan(const PolicyInput& input) {
   // Never merge everything into one file: that doubles disk use and builds
   // one oversized SST (blocks and index have 4 GiB limits).
   universal.max_size_amplification_percent = 1u << 30;
-  // Compact only while there are more runs than the final merge reads well.
-  o.level0_file_num_compaction_trigger = std::max(plan.max_final_runs, plan.merge_fan_in + 1);
+  // Compact only while a lane has more runs than the final merge reads well
+  // from it.
+  o.level0_file_num_compaction_trigger =
+      std::max(plan.max_final_runs_per_lane, plan.merge_fan_in + 1);
 
   if (!input.allow_compaction) {
     plan.compaction = CompactionMode::kOff;
@@ -188,10 +198,10 @@ size_t FinalReadahead(const SortPlan& plan, int runs) {
 std::string DescribePlan(const SortPlan& plan) {
   const rocksdb::Options& o = plan.options;
   return absl::StrFormat(
-      "write_buffer_size=%d x %d, expected runs %s, compaction %s (fan-in %d, "
-      "trigger %d runs, readahead %d KiB), merges after loading fan-in <= %d, "
-      "final merge <= %d runs (readahead %d..%d KiB)",
-      o.write_buffer_size, o.max_write_buffer_number,
+      "write_buffer_size=%d x %d, %d lane(s), expected runs %s, compaction %s "
+      "(fan-in %d, trigger %d runs, readahead %d KiB), merges after loading "
+      "fan-in <= %d, final merge <= %d runs (readahead %d..%d KiB)",
+      o.write_buffer_size, o.max_write_buffer_number, plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       plan.compaction == CompactionMode::kOff
           ? "off"

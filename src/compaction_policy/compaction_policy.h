@@ -8,10 +8,10 @@
 // Memory model (B = memory budget = threads x -m):
 //   load:  memtables       3 x write_buffer_size = 3/4 B (vector memtables)
 //          loader batch    min(4 MiB, B/16)
-//   merge: per sorted run  readahead + 2 x block_size (compressed readahead
-//                          buffer plus the decoded block the iterator holds)
-//          runs at final   <= max_final_runs, so that the sum stays within
-//                          max(B/2, 16 MiB)
+//   after loading, P = 3/4 B + max(B/4, 16 MiB) (what loading used) is
+//   shared by the merges that run at once (one per lane) and then by the
+//   final merge; per sorted run a merge holds its readahead + 2 x block_size
+//   (compressed readahead buffer plus the decoded block the iterator holds).
 // The fixed overhead outside B (htslib decode queues, BGZF blocks in flight,
 // RocksDB's own tables) is measured and stated in docs/design.md.
 #ifndef ROCKSORT_COMPACTION_POLICY_COMPACTION_POLICY_H_
@@ -56,6 +56,13 @@ struct SortPlan {
   rocksdb::Options options;
   // Bytes per loader WriteBatch.
   size_t batch_bytes = 0;
+  // Column families ("lanes") the sorted runs are spread over: the loader
+  // moves to the next lane each time RocksDB seals a memtable, so lane i gets
+  // every lanes-th run. Each lane is its own universal-compaction LSM, so
+  // after loading one merge per lane can run at once (RocksDB refuses two
+  // merges into the same level over overlapping keys within one family).
+  // The emitter merges the lanes' iterators. 1 = the default family only.
+  int lanes = 1;
   // Whether and how RocksDB compacts runs in the background while loading.
   // The options always carry the universal-compaction settings; kOff and
   // kAdaptive start with disable_auto_compactions = true.
@@ -67,13 +74,15 @@ struct SortPlan {
   // Runs one background compaction merges (universal min/max merge width).
   int merge_fan_in = 0;
   // After loading, the memtables' and compactions' memory (post_load_memory)
-  // is free for the merges down to K runs, run one at a time: each merges up
-  // to merge_down_fan_in runs read with merge_down_readahead per input
-  // (compaction_readahead_size is set to it once loading is done).
+  // is free for the merges down to K runs, one merge per lane at a time:
+  // each merges up to merge_down_fan_in runs read with merge_down_readahead
+  // per input (compaction_readahead_size is set to it once loading is done),
+  // so the lanes' merges together stay within post_load_memory.
   uint64_t post_load_memory = 0;
   int merge_down_fan_in = 0;
   size_t merge_down_readahead = 0;
-  // Memory the final merge may spend on readahead and blocks, bytes.
+  // Memory the final merge may spend on readahead and blocks, bytes: the
+  // same post_load_memory.
   uint64_t merge_budget = 0;
   // Readahead per run below which the final merge becomes seek-bound on this
   // disk.
@@ -84,9 +93,11 @@ struct SortPlan {
   size_t min_merge_readahead = 0;
   // Readahead per run beyond which more memory buys nothing.
   size_t max_readahead = 0;
-  // The most sorted runs the final merge may read at once (>= 2): more runs
-  // than this are first merged down with intermediate merges.
+  // The most sorted runs the final merge may read at once (>= 2 per lane):
+  // more runs than this are first merged down with intermediate merges.
   int max_final_runs = 0;
+  // max_final_runs / lanes: what each lane is merged down to.
+  int max_final_runs_per_lane = 0;
 };
 
 // Derives every option from `input`. memory_budget below 1 MiB counts as 1 MiB.
@@ -95,8 +106,9 @@ struct SortPlan {
 //   * A disk needs reads of at least min_readahead per request to keep seeks
 //     a small fraction of transfer time: seek x bandwidth is ~1.4 MiB on a
 //     disk (8 ms at 180 MB/s), ~0.1 MiB on an SSD; min_readahead is ~1.5x that.
-//   * The final merge may use merge_budget = max(B/2, 16 MiB), so it reads at
-//     most K = max_final_runs = merge_budget / (min_readahead + 2 x block) runs.
+//   * The final merge may use merge_budget = P = 3/4 B + max(B/4, 16 MiB),
+//     the memory loading used, so it reads at most
+//     K = max_final_runs = P / (min_readahead + 2 x block) runs.
 //   * Expected runs T = size / write_buffer_size. If T <= K nothing is merged
 //     before the end (compaction would be pure write amplification). Otherwise
 //     universal compaction merges groups of f runs in the background, with f
@@ -104,6 +116,8 @@ struct SortPlan {
 //     what fits in the compaction memory max(B/4, 16 MiB) at
 //     min_merge_readahead + 2 x block per input; the inputs share that memory
 //     as readahead (compaction_readahead_size).
+//   * lanes = min(threads, 4, K / 2): the runs are split over that many
+//     column families so that the merges after loading use that many cores.
 SortPlan MakePlan(const PolicyInput& input);
 
 // Readahead per run for a final merge over `runs` sorted runs:

@@ -1,7 +1,7 @@
 // File: emitter/emitter.h
 // -----------------------------------------------------------------------------
 // Streams the sorted records out of the temporary DB as BAM: the header,
-// then every value in key order, concatenated into BGZF blocks compressed in
+// then every value in key order (merged across the lanes' column families), concatenated into BGZF blocks compressed in
 // parallel (emitter/bgzf_writer.h). Values are already BAM-encoded records
 // (loader/bam_record.h), so nothing is parsed or allocated per record.
 //
@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "htslib/sam.h"
@@ -24,6 +25,9 @@ struct EmitOptions {
   int level = -1;             // BGZF level 0..9; -1 = default (6).
   int threads = 1;            // Compression threads.
   size_t readahead = 0;       // Per-file readahead of the DB iterator, bytes.
+  // Column families holding the records ("lanes", compaction_policy.h);
+  // their iterators are merged by key. Empty = the default one. Not owned.
+  std::vector<rocksdb::ColumnFamilyHandle*> lanes;
   // Polled every few thousand records; Cancelled once it is true. May be null.
   const std::atomic<bool>* cancelled = nullptr;
 };

@@ -272,10 +272,29 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
   const rocksdb::Slice key_slice(key_bytes, sizeof(key_bytes));
   const rocksdb::SliceParts key_parts(&key_slice, 1);
 
+  // The lane being filled, and how many entries its active memtable held
+  // after the last batch: fewer after a write means RocksDB sealed the
+  // memtable (switched to a new one) while applying it.
+  const std::vector<rocksdb::ColumnFamilyHandle*> lanes =
+      options.lanes.empty() ? std::vector<rocksdb::ColumnFamilyHandle*>{db->DefaultColumnFamily()}
+                            : options.lanes;
+  size_t lane = 0;
+  uint64_t lane_entries = 0;
   auto flush_batch = [&]() -> absl::Status {
     if (batch.Count() == 0) return absl::OkStatus();
     rocksdb::Status s = db->Write(write_options, &batch);
     if (!s.ok()) return FromRocks(input, s);
+    if (lanes.size() > 1) {
+      uint64_t entries = 0;
+      db->GetIntProperty(lanes[lane], rocksdb::DB::Properties::kNumEntriesActiveMemTable,
+                         &entries);
+      if (entries <= lane_entries) {
+        lane = (lane + 1) % lanes.size();
+        db->GetIntProperty(lanes[lane], rocksdb::DB::Properties::kNumEntriesActiveMemTable,
+                           &entries);
+      }
+      lane_entries = entries;
+    }
     batch.Clear();
     if (options.cancelled != nullptr &&
         options.cancelled->load(std::memory_order_relaxed)) {
@@ -327,7 +346,7 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
     }
     checksum.EndRecord();
     rocksdb::Status s = batch.Put(
-        key_parts, rocksdb::SliceParts(value_slices, encoded.num_parts));
+        lanes[lane], key_parts, rocksdb::SliceParts(value_slices, encoded.num_parts));
     if (!s.ok()) return FromRocks(input, s);
     ++stats.records;
     stats.record_bytes += encoded.total_size;

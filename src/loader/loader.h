@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "htslib/sam.h"
@@ -86,6 +87,13 @@ struct LoadOptions {
   // loader's own memory use.
   // Default: 4 MiB.
   size_t batch_bytes = size_t{4} << 20;
+
+  // Column families to spread the records over ("lanes",
+  // compaction_policy.h). Batches go to one lane until RocksDB seals that
+  // lane's memtable (it was full: a sorted run is being flushed), then to the
+  // next, so each lane receives whole runs in turn. Empty = the default
+  // column family only. Not owned.
+  std::vector<rocksdb::ColumnFamilyHandle*> lanes;
 
   // Polled between batches; when it becomes true LoadRecords stops and
   // returns Cancelled. May be null.

@@ -64,9 +64,10 @@ absl::StatusOr<HeaderPtr> MakeOutputHeader(const sam_hdr_t& in, const SortOption
   return h;
 }
 
-std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db) {
+std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db,
+                                                 rocksdb::ColumnFamilyHandle* lane) {
   rocksdb::ColumnFamilyMetaData meta;
-  db->GetColumnFamilyMetaData(&meta);
+  db->GetColumnFamilyMetaData(lane, &meta);
   std::vector<rocksdb::SstFileMetaData> runs;
   for (const rocksdb::LevelMetaData& level : meta.levels) {
     runs.insert(runs.end(), level.files.begin(), level.files.end());
@@ -81,9 +82,13 @@ std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db) {
 // Stops RocksDB from starting compactions and waits for the running ones, so
 // the set of runs is stable for the final merge. (Pending work is not waited
 // for: what is left is merged by MergeDown with a fan-in that fits memory.)
-absl::Status QuiesceCompactions(rocksdb::DB* db, const std::atomic<bool>* cancelled) {
-  rocksdb::Status s = db->SetOptions({{"disable_auto_compactions", "true"}});
-  if (!s.ok()) return FromRocks("can't stop background compaction", s);
+absl::Status QuiesceCompactions(rocksdb::DB* db,
+                                const std::vector<rocksdb::ColumnFamilyHandle*>& lanes,
+                                const std::atomic<bool>* cancelled) {
+  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
+    rocksdb::Status s = db->SetOptions(lane, {{"disable_auto_compactions", "true"}});
+    if (!s.ok()) return FromRocks("can't stop background compaction", s);
+  }
   for (;;) {
     uint64_t running = 0;
     db->GetIntProperty("rocksdb.num-running-compactions", &running);
@@ -95,15 +100,16 @@ absl::Status QuiesceCompactions(rocksdb::DB* db, const std::atomic<bool>* cancel
   }
 }
 
-// Intermediate merges: while there are more runs than the final merge may
-// read, merge the cheapest window of adjacent runs (at most `fan_in`, and no
-// more than needed to reach `max_runs`) into one.
-absl::StatusOr<int> MergeDown(rocksdb::DB* db, int max_runs, int fan_in,
-                              const std::atomic<bool>* cancelled,
+// Intermediate merges in one lane: while it has more runs than the final
+// merge may read from it, merge the cheapest window of adjacent runs (at most
+// `fan_in`, and no more than needed to reach `max_runs`) into one.
+// `after_merge` is called with the bytes each merge wrote.
+absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane, int max_runs,
+                              int fan_in, const std::atomic<bool>* cancelled,
                               const std::function<void(uint64_t)>& after_merge) {
   int merges = 0;
   for (;;) {
-    std::vector<rocksdb::SstFileMetaData> runs = SortedRuns(db);
+    std::vector<rocksdb::SstFileMetaData> runs = SortedRuns(db, lane);
     const int n = static_cast<int>(runs.size());
     if (n <= max_runs) return merges;
     if (cancelled != nullptr && cancelled->load()) {
@@ -122,12 +128,38 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, int max_runs, int fan_in,
     rocksdb::CompactionOptions compaction;
     compaction.compression = rocksdb::kSnappyCompression;
     rocksdb::CompactionJobInfo info;
-    rocksdb::Status s = db->CompactFiles(compaction, names, /*output_level=*/0,
+    rocksdb::Status s = db->CompactFiles(compaction, lane, names, /*output_level=*/0,
                                          /*output_path_id=*/-1, nullptr, &info);
     if (!s.ok()) return FromRocks("merging sorted runs failed", s);
     ++merges;
     after_merge(info.stats.total_output_bytes);
   }
+}
+
+// MergeDown on every lane at once, one thread per lane (the calling thread
+// takes the first). Returns the number of merges, or the first lane's error.
+absl::StatusOr<int> MergeDownLanes(rocksdb::DB* db,
+                                   const std::vector<rocksdb::ColumnFamilyHandle*>& lanes,
+                                   int max_runs_per_lane, int fan_in,
+                                   const std::atomic<bool>* cancelled,
+                                   const std::function<void(uint64_t)>& after_merge) {
+  std::vector<absl::StatusOr<int>> results(lanes.size(), 0);
+  {
+    std::vector<std::thread> workers;
+    for (size_t i = 1; i < lanes.size(); ++i) {
+      workers.emplace_back([&, i] {
+        results[i] = MergeDown(db, lanes[i], max_runs_per_lane, fan_in, cancelled, after_merge);
+      });
+    }
+    results[0] = MergeDown(db, lanes[0], max_runs_per_lane, fan_in, cancelled, after_merge);
+    for (std::thread& t : workers) t.join();
+  }
+  int merges = 0;
+  for (const absl::StatusOr<int>& r : results) {
+    if (!r.ok()) return r.status();
+    merges += *r;
+  }
+  return merges;
 }
 
 // Counts flushes and compactions (background ones and CompactFiles) and the
@@ -260,6 +292,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
                             : plan.compaction == compaction_policy::CompactionMode::kPlanned
                                 ? "planned"
                                 : "adaptive";
+  report->lanes = plan.lanes;
   // RocksDB's own accounting: an event listener counts flushes and
   // compactions, the SstFileManager tracks the size of the runs on disk.
   auto stats = std::make_shared<DbStatsListener>();
@@ -285,12 +318,13 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> output,
                    OutputFile::Create(options.output, registry));
   ASSIGN_OR_RETURN(std::unique_ptr<TempDb> temp,
-                   TempDb::Create(temp_prefix, plan.options, registry));
+                   TempDb::Create(temp_prefix, plan.options, plan.lanes, registry));
   if (options.verbosity > 0) {
     std::fprintf(stderr, "rocksort: temporary database in %s\n", temp->dir().c_str());
   }
   WarnIfShortOfSpace(temp->dir(), report->size_hint);
   rocksdb::DB* db = temp->db();
+  const std::vector<rocksdb::ColumnFamilyHandle*>& lanes = temp->lanes();
 
   auto enter = [&](Phase phase) {
     if (options.on_phase) options.on_phase(phase);
@@ -302,8 +336,13 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   loader::LoadOptions load_options;
   load_options.batch_bytes = plan.batch_bytes;
   load_options.cancelled = cancelled;
+  load_options.lanes = lanes;
+  // Called from the lanes' merge threads too.
+  absl::Mutex peak_mu;
   auto sample_temp = [&] {
-    report->peak_temp_bytes = std::max(report->peak_temp_bytes, sst_files->GetTotalSize());
+    const uint64_t total = sst_files->GetTotalSize();
+    absl::MutexLock lock(&peak_mu);
+    report->peak_temp_bytes = std::max(report->peak_temp_bytes, total);
   };
   load_options.after_batch = [&](uint64_t /*records*/) -> absl::Status {
     sample_temp();
@@ -312,14 +351,18 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
     if (plan.compaction == compaction_policy::CompactionMode::kAdaptive &&
         !report->adaptive_compaction_started) {
       // A string property ("rocksdb.num-files-at-level0" is not an int one).
-      std::string value;
       uint64_t runs = 0;
-      if (db->GetProperty("rocksdb.num-files-at-level0", &value)) {
-        runs = std::strtoull(value.c_str(), nullptr, 10);
+      for (rocksdb::ColumnFamilyHandle* lane : lanes) {
+        std::string value;
+        if (db->GetProperty(lane, "rocksdb.num-files-at-level0", &value)) {
+          runs += std::strtoull(value.c_str(), nullptr, 10);
+        }
       }
       if (runs > static_cast<uint64_t>(plan.adaptive_trigger_runs)) {
-        rocksdb::Status s = db->SetOptions({{"disable_auto_compactions", "false"}});
-        if (!s.ok()) return FromRocks("can't start background compaction", s);
+        for (rocksdb::ColumnFamilyHandle* lane : lanes) {
+          rocksdb::Status s = db->SetOptions(lane, {{"disable_auto_compactions", "false"}});
+          if (!s.ok()) return FromRocks("can't start background compaction", s);
+        }
         report->adaptive_compaction_started = true;
         if (options.verbosity > 0) {
           std::fprintf(stderr, "rocksort: %llu runs flushed: background merging started\n",
@@ -345,11 +388,11 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   rocksdb::FlushOptions flush;
   flush.wait = true;
   flush.allow_write_stall = true;
-  if (rocksdb::Status s = db->Flush(flush); !s.ok()) {
+  if (rocksdb::Status s = db->Flush(flush, lanes); !s.ok()) {
     return FromRocks(absl::StrCat("flushing to ", temp->dir(), " failed"), s);
   }
   sample_temp();
-  RETURN_IF_ERROR(QuiesceCompactions(db, cancelled));
+  RETURN_IF_ERROR(QuiesceCompactions(db, lanes, cancelled));
   // The memtables are gone: the merges down to K runs may be wider than the
   // background ones, with the readahead that the merge budget then allows.
   if (rocksdb::Status s = db->SetDBOptions(
@@ -358,12 +401,16 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
     return FromRocks("can't set the readahead of the merges", s);
   }
   ASSIGN_OR_RETURN(report->intermediate_merges,
-                   MergeDown(db, plan.max_final_runs, plan.merge_down_fan_in, cancelled,
-                             [&](uint64_t bytes_written) {
-                               sample_temp();
-                               stats->AddManualCompaction(bytes_written);
-                             }));
-  report->runs_merged = static_cast<int>(SortedRuns(db).size());
+                   MergeDownLanes(db, lanes, plan.max_final_runs_per_lane,
+                                  plan.merge_down_fan_in, cancelled,
+                                  [&](uint64_t bytes_written) {
+                                    sample_temp();
+                                    stats->AddManualCompaction(bytes_written);
+                                  }));
+  report->runs_merged = 0;
+  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
+    report->runs_merged += static_cast<int>(SortedRuns(db, lane).size());
+  }
   stats->Fill(report);
   report->final_readahead = compaction_policy::FinalReadahead(plan, report->runs_merged);
   report->merge_seconds = Seconds(phase_start);
@@ -376,6 +423,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   emit_options.threads = threads;
   emit_options.readahead = report->final_readahead;
   emit_options.cancelled = cancelled;
+  emit_options.lanes = lanes;
   ASSIGN_OR_RETURN(const emitter::EmitStats emitted,
                    emitter::EmitBam(db, *out_header, output->fd(), output->name(), emit_options));
   report->output_bytes = emitted.bytes_written;

@@ -66,6 +66,7 @@ struct SortReport {
   uint64_t size_hint = 0;           // The size the policy planned with (0 = unknown).
   std::string size_hint_source;     // "-s", "estimated from the file", "none".
   std::string compaction_mode;      // "off", "planned" or "adaptive".
+  int lanes = 1;                    // Column families the runs were spread over.
   bool adaptive_compaction_started = false;
   uint64_t records = 0;
   uint64_t record_bytes = 0;        // Uncompressed BAM record bytes (the real -s).

@@ -22,7 +22,7 @@ std::string ErrnoText() { return std::strerror(errno); }
 
 absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix,
                                                        const rocksdb::Options& options,
-                                                       CleanupRegistry* registry) {
+                                                       int lanes, CleanupRegistry* registry) {
   std::string templ = prefix + "XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
@@ -34,8 +34,14 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
   }
   std::unique_ptr<TempDb> temp(new TempDb(buf.data(), options, registry));
   if (registry != nullptr) registry->Register(temp->dir_);
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  families.emplace_back(rocksdb::kDefaultColumnFamilyName, options);
+  for (int i = 1; i < lanes; ++i) families.emplace_back(absl::StrCat("lane", i), options);
+  rocksdb::DBOptions db_options(options);
+  db_options.create_missing_column_families = true;
   rocksdb::DB* db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(options, temp->db_path_, &db);
+  rocksdb::Status s =
+      rocksdb::DB::Open(db_options, temp->db_path_, families, &temp->lanes_, &db);
   if (!s.ok()) {
     return absl::InternalError(absl::StrFormat(
         "can't create the temporary database in \"%s\": %s", temp->dir_, s.ToString()));
@@ -53,6 +59,8 @@ absl::Status TempDb::Destroy() {
   if (db_ != nullptr) {
     // Abort running compactions instead of waiting for them (error paths).
     rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
+    for (rocksdb::ColumnFamilyHandle* lane : lanes_) db_->DestroyColumnFamilyHandle(lane);
+    lanes_.clear();
     rocksdb::Status s = db_->Close();
     db_.reset();
     if (!s.ok() && !s.IsNotSupported()) {

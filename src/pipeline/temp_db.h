@@ -2,8 +2,9 @@
 // -----------------------------------------------------------------------------
 // TempDb owns the whole life of the temporary RocksDB:
 //   create a fresh directory (mkdtemp: never an existing one, so a directory
-//   left by a crashed run is neither reused nor deleted) -> open the DB ->
-//   close it -> rocksdb::DestroyDB -> remove the directory.
+//   left by a crashed run is neither reused nor deleted) -> open the DB with
+//   its lanes (column families, compaction_policy.h) -> close it ->
+//   rocksdb::DestroyDB -> remove the directory.
 // Every step after creation is undone on every path: Destroy() on success,
 // the destructor on errors and early returns, the InterruptGuard's forced
 // cleanup on signals.
@@ -19,6 +20,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "pipeline/interrupt.h"
@@ -29,18 +31,21 @@ namespace rocksort::pipeline {
 
 class TempDb {
  public:
-  // Creates the directory `<prefix>XXXXXX` (mkdtemp) and opens a new DB in it.
-  // `registry` (may be null, not owned, must outlive this) learns the
-  // directory for forced cleanup. Errors name the directory.
+  // Creates the directory `<prefix>XXXXXX` (mkdtemp) and opens a new DB in it
+  // with `lanes` (>= 1) column families, all with `options`: the default one
+  // and "lane1", "lane2"... `registry` (may be null, not owned, must outlive
+  // this) learns the directory for forced cleanup. Errors name the directory.
   static absl::StatusOr<std::unique_ptr<TempDb>> Create(const std::string& prefix,
                                                         const rocksdb::Options& options,
-                                                        CleanupRegistry* registry);
+                                                        int lanes, CleanupRegistry* registry);
   ~TempDb();  // Destroy(), ignoring errors.
 
   TempDb(const TempDb&) = delete;
   TempDb& operator=(const TempDb&) = delete;
 
   rocksdb::DB* db() const { return db_.get(); }
+  // The lanes' column families, the default one first. Owned by this TempDb.
+  const std::vector<rocksdb::ColumnFamilyHandle*>& lanes() const { return lanes_; }
   const std::string& dir() const { return dir_; }
   const std::string& db_path() const { return db_path_; }
 
@@ -57,6 +62,7 @@ class TempDb {
   const rocksdb::Options options_;
   CleanupRegistry* const registry_;
   std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> lanes_;  // Owned; destroyed before db_.
   bool destroyed_ = false;
 };
 

@@ -91,7 +91,7 @@ TEST(CompactionPolicy, ManyExpectedRunsGiveTwoPassFanIn) {
                              std::max<uint64_t>(16 * kMiB, 64 * kMiB / 4);
   EXPECT_TRUE(static_cast<uint64_t>(f) * f * plan.max_final_runs >= plan.expected_runs ||
               memory_capped);
-  EXPECT_GE(plan.options.level0_file_num_compaction_trigger, plan.max_final_runs);
+  EXPECT_GE(plan.options.level0_file_num_compaction_trigger, plan.max_final_runs_per_lane);
   // A full merge of everything into one file must never trigger.
   EXPECT_GE(u.max_size_amplification_percent, 1u << 20);
 }
@@ -132,9 +132,10 @@ TEST(CompactionPolicy, MergesFitTheirMemory) {
         EXPECT_LE(plan.merge_fan_in * (plan.options.compaction_readahead_size + blocks) *
                       plan.options.max_background_compactions,
                   std::max(budget / 4, 16 * kMiB));
-        // The merges after loading within the memory loading used.
+        // The merges after loading, one per lane at once, within the memory
+        // loading used.
         EXPECT_GE(plan.merge_down_readahead, plan.min_merge_readahead);
-        EXPECT_LE(plan.merge_down_fan_in * (plan.merge_down_readahead + blocks),
+        EXPECT_LE(plan.lanes * plan.merge_down_fan_in * (plan.merge_down_readahead + blocks),
                   plan.post_load_memory);
         EXPECT_LE(plan.post_load_memory, budget * 3 / 4 + std::max(budget / 4, 16 * kMiB));
         EXPECT_GE(plan.merge_down_fan_in, 2);
@@ -154,6 +155,32 @@ TEST(CompactionPolicy, RecordsAreRewrittenAboutTwiceUpToRatio1000) {
           std::log(static_cast<double>(plan.expected_runs) / plan.max_final_runs) /
           std::log(static_cast<double>(plan.merge_fan_in));
       EXPECT_LE(rounds, 2.5) << "budget " << budget << " hdd " << (disk == DiskKind::kHdd);
+    }
+  }
+}
+
+TEST(CompactionPolicy, OneLanePerThreadUpToFour) {
+  for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
+    EXPECT_EQ(MakePlan(Input(64 * kMiB, 1, 0, disk)).lanes, 1);
+    EXPECT_EQ(MakePlan(Input(64 * kMiB, 2, 0, disk)).lanes, 2);
+    EXPECT_EQ(MakePlan(Input(64 * kMiB, 3, 0, disk)).lanes, 3);
+    EXPECT_EQ(MakePlan(Input(64 * kMiB, 16, 0, disk)).lanes, 4);
+  }
+}
+
+TEST(CompactionPolicy, EveryLaneKeepsAtLeastTwoFinalRuns) {
+  for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
+    for (uint64_t budget : {kMiB, 16 * kMiB, 1024 * kMiB}) {
+      for (int threads : {1, 2, 4, 64}) {
+        const SortPlan plan = MakePlan(Input(budget, threads, 1000 * budget, disk));
+        SCOPED_TRACE(testing::Message() << "budget " << budget << " threads " << threads);
+        ASSERT_GE(plan.lanes, 1);
+        EXPECT_GE(plan.max_final_runs_per_lane, 2);
+        EXPECT_LE(plan.lanes * plan.max_final_runs_per_lane, plan.max_final_runs);
+        // Background compaction stops once a lane is down to what the final
+        // merge reads from it.
+        EXPECT_GE(plan.options.level0_file_num_compaction_trigger, plan.max_final_runs_per_lane);
+      }
     }
   }
 }

@@ -123,6 +123,17 @@ TEST_F(EndToEndTest, NoCompactionMergesOnlyAtTheEndAndMatchesSamtools) {
   EXPECT_NE(json.find("\"adaptive_compaction_started\": false"), std::string::npos) << json;
 }
 
+TEST_F(EndToEndTest, TwoLanesMergedDownInParallelMatchSamtools) {
+  // -@ 2: runs alternate between two column families, each merged down by
+  // its own thread after loading, and the emitter merges the two.
+  const std::string in = Generate("in.bam", "-n 40000 --seed 14 --tie-frac 0.3");
+  const std::string json =
+      ExpectSameAsSamtoolsWithStats(in, "-@ 2 -m 1M --no-compaction --disk hdd " + in);
+  EXPECT_NE(json.find("\"lanes\": 2,"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"intermediate_merges\": 0,"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"intermediate_merges\": 1,"), std::string::npos) << json;
+}
+
 // Regression: RocksDB 7.8.3 reports CompactFiles (rocksort's intermediate
 // merges) only through its out-parameter, so the statistics missed them.
 TEST_F(EndToEndTest, IntermediateMergesCountInWriteAmplification) {

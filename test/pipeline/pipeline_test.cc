@@ -146,8 +146,8 @@ TEST(TempDbTest, FreshDirectoryIsNeverAnExistingOne) {
   options.create_if_missing = true;
   options.error_if_exists = true;
   const std::string prefix = dir.File("rocksort.");
-  absl::StatusOr<std::unique_ptr<TempDb>> a = TempDb::Create(prefix, options, nullptr);
-  absl::StatusOr<std::unique_ptr<TempDb>> b = TempDb::Create(prefix, options, nullptr);
+  absl::StatusOr<std::unique_ptr<TempDb>> a = TempDb::Create(prefix, options, 1, nullptr);
+  absl::StatusOr<std::unique_ptr<TempDb>> b = TempDb::Create(prefix, options, 1, nullptr);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE((*a)->dir(), (*b)->dir());
   EXPECT_TRUE((*a)->Destroy().ok());
@@ -160,7 +160,7 @@ TEST(TempDbTest, MissingParentDirectoryIsAnErrorNamingIt) {
   rocksdb::Options options;
   options.create_if_missing = true;
   absl::StatusOr<std::unique_ptr<TempDb>> db =
-      TempDb::Create("/nonexistent-dir-for-rocksort/x.", options, nullptr);
+      TempDb::Create("/nonexistent-dir-for-rocksort/x.", options, 1, nullptr);
   ASSERT_FALSE(db.ok());
   EXPECT_NE(db.status().message().find("/nonexistent-dir-for-rocksort/x."), std::string::npos);
 }
