@@ -9,9 +9,10 @@
 //   load:  memtables       3 x write_buffer_size = 3/4 B (vector memtables)
 //          loader batch    min(4 MiB, B/16)
 //   after loading, P = 3/4 B + max(B/4, 16 MiB) (what loading used) is
-//   shared by the merges that run at once (one per lane) and then by the
-//   final merge; per sorted run a merge holds its readahead + 2 x block_size
-//   (compressed readahead buffer plus the decoded block the iterator holds).
+//   shared by the merges that run at once (one per lane); the final merge
+//   then uses max(B/2, 16 MiB, 8 runs per lane). Per sorted run a merge holds
+//   its readahead + 2 x block_size (compressed readahead buffer plus the
+//   decoded block the iterator holds).
 // The fixed overhead outside B (htslib decode queues, BGZF blocks in flight,
 // RocksDB's own tables) is measured and stated in docs/design.md.
 #ifndef ROCKSORT_COMPACTION_POLICY_COMPACTION_POLICY_H_
@@ -81,8 +82,7 @@ struct SortPlan {
   uint64_t post_load_memory = 0;
   int merge_down_fan_in = 0;
   size_t merge_down_readahead = 0;
-  // Memory the final merge may spend on readahead and blocks, bytes: the
-  // same post_load_memory.
+  // Memory the final merge may spend on readahead and blocks, bytes.
   uint64_t merge_budget = 0;
   // Readahead per run below which the final merge becomes seek-bound on this
   // disk.
@@ -106,9 +106,9 @@ struct SortPlan {
 //   * A disk needs reads of at least min_readahead per request to keep seeks
 //     a small fraction of transfer time: seek x bandwidth is ~1.4 MiB on a
 //     disk (8 ms at 180 MB/s), ~0.1 MiB on an SSD; min_readahead is ~1.5x that.
-//   * The final merge may use merge_budget = P = 3/4 B + max(B/4, 16 MiB),
-//     the memory loading used, so it reads at most
-//     K = max_final_runs = P / (min_readahead + 2 x block) runs.
+//   * The final merge may use merge_budget = max(B/2, 16 MiB, enough for 8
+//     runs per lane), so it reads at most
+//     K = max_final_runs = merge_budget / (min_readahead + 2 x block) runs.
 //   * Expected runs T = size / write_buffer_size. If T <= K nothing is merged
 //     before the end (compaction would be pure write amplification). Otherwise
 //     universal compaction merges groups of f runs in the background, with f
@@ -116,8 +116,8 @@ struct SortPlan {
 //     what fits in the compaction memory max(B/4, 16 MiB) at
 //     min_merge_readahead + 2 x block per input; the inputs share that memory
 //     as readahead (compaction_readahead_size).
-//   * lanes = min(threads, 4, K / 2): the runs are split over that many
-//     column families so that the merges after loading use that many cores.
+//   * lanes = min(threads, 4): the runs are split over that many column
+//     families so that the merges after loading use that many cores.
 SortPlan MakePlan(const PolicyInput& input);
 
 // Readahead per run for a final merge over `runs` sorted runs:

@@ -168,14 +168,14 @@ TEST(CompactionPolicy, OneLanePerThreadUpToFour) {
   }
 }
 
-TEST(CompactionPolicy, EveryLaneKeepsAtLeastTwoFinalRuns) {
+TEST(CompactionPolicy, FinalMergeReadsAtLeastEightRunsFromEveryLane) {
   for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
     for (uint64_t budget : {kMiB, 16 * kMiB, 1024 * kMiB}) {
       for (int threads : {1, 2, 4, 64}) {
         const SortPlan plan = MakePlan(Input(budget, threads, 1000 * budget, disk));
         SCOPED_TRACE(testing::Message() << "budget " << budget << " threads " << threads);
         ASSERT_GE(plan.lanes, 1);
-        EXPECT_GE(plan.max_final_runs_per_lane, 2);
+        EXPECT_GE(plan.max_final_runs_per_lane, 8);
         EXPECT_LE(plan.lanes * plan.max_final_runs_per_lane, plan.max_final_runs);
         // Background compaction stops once a lane is down to what the final
         // merge reads from it.
