@@ -282,6 +282,7 @@ std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, doubl
       "  \"runs_flushed\": %d,\n  \"flush_bytes\": %d,\n  \"compactions\": %d,\n"
       "  \"compaction_bytes\": %d,\n  \"write_amplification\": %.3f,\n"
       "  \"intermediate_merges\": %d,\n  \"runs_at_final_merge\": %d,\n"
+      "  \"runs_at_final_merge_per_lane\": [%s],\n"
       "  \"final_readahead_bytes\": %d,\n  \"peak_temp_bytes\": %d,\n"
       "  \"load_seconds\": %.3f,\n  \"merge_seconds\": %.3f,\n  \"emit_seconds\": %.3f,\n"
       "  \"wall_seconds\": %.3f,\n  \"cpu_seconds\": %.3f,\n  \"peak_rss_bytes\": %d\n"
@@ -290,7 +291,7 @@ std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, doubl
       r.disk == compaction_policy::DiskKind::kHdd ? "hdd" : "ssd", r.lanes, r.compaction_mode,
       r.adaptive_compaction_started ? "true" : "false", r.runs_flushed, r.flush_bytes,
       r.compactions, r.compaction_bytes, r.write_amplification(), r.intermediate_merges,
-      r.runs_merged, r.final_readahead, r.peak_temp_bytes, r.load_seconds, r.merge_seconds,
+      r.runs_merged, absl::StrJoin(r.runs_merged_per_lane, ", "), r.final_readahead, r.peak_temp_bytes, r.load_seconds, r.merge_seconds,
       r.emit_seconds, wall_seconds, cpu_seconds, static_cast<int64_t>(peak_rss_kib) * 1024);
 }
 

@@ -6,7 +6,9 @@
 // Knows nothing about BAM; it sees keys and values as bytes.
 //
 // Memory model (B = memory budget = threads x -m):
-//   load:  memtables       3 x write_buffer_size = 3/4 B (vector memtables)
+//   load:  memtables       3 x write_buffer_size = 3/4 B over all lanes
+//                          (vector memtables; a WriteBufferManager caps
+//                          their sum)
 //          loader batch    min(4 MiB, B/16)
 //   after loading, P = 3/4 B + max(B/4, 16 MiB) (what loading used) is
 //   shared by the merges that run at once (one per lane); the final merge
@@ -58,8 +60,8 @@ struct SortPlan {
   // Bytes per loader WriteBatch.
   size_t batch_bytes = 0;
   // Column families ("lanes") the sorted runs are spread over: the loader
-  // moves to the next lane each time RocksDB seals a memtable, so lane i gets
-  // every lanes-th run. Each lane is its own universal-compaction LSM, so
+  // moves to the next lane each time RocksDB seals a memtable, so the lanes
+  // get the runs in turn. Each lane is its own universal-compaction LSM, so
   // after loading one merge per lane can run at once (RocksDB refuses two
   // merges into the same level over overlapping keys within one family).
   // The emitter merges the lanes' iterators. 1 = the default family only.
@@ -93,7 +95,7 @@ struct SortPlan {
   size_t min_merge_readahead = 0;
   // Readahead per run beyond which more memory buys nothing.
   size_t max_readahead = 0;
-  // The most sorted runs the final merge may read at once (>= 2 per lane):
+  // The most sorted runs the final merge may read at once (>= 8 per lane):
   // more runs than this are first merged down with intermediate merges.
   int max_final_runs = 0;
   // max_final_runs / lanes: what each lane is merged down to.

@@ -105,6 +105,9 @@ absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int 
         return absl::CancelledError("interrupted while writing the output");
       }
       next->Next();
+      // A lane that ends on an error fails the output now, not after the
+      // other lanes were written.
+      if (!next->Valid() && !next->status().ok()) break;
     }
     for (const auto& it : its) {
       if (!it->status().ok()) {

@@ -1,8 +1,9 @@
 // File: emitter/emitter.h
 // -----------------------------------------------------------------------------
 // Streams the sorted records out of the temporary DB as BAM: the header,
-// then every value in key order (merged across the lanes' column families), concatenated into BGZF blocks compressed in
-// parallel (emitter/bgzf_writer.h). Values are already BAM-encoded records
+// then every value in key order (merged across the lanes' column
+// families), concatenated into BGZF blocks compressed in parallel
+// (emitter/bgzf_writer.h). Values are already BAM-encoded records
 // (loader/bam_record.h), so nothing is parsed or allocated per record.
 //
 // Owns nothing it is given. Thread-safety: one call at a time per DB; it

@@ -91,8 +91,10 @@ struct LoadOptions {
   // Column families to spread the records over ("lanes",
   // compaction_policy.h). Batches go to one lane until RocksDB seals that
   // lane's memtable (it was full: a sorted run is being flushed), then to the
-  // next, so each lane receives whole runs in turn. Empty = the default
-  // column family only. Not owned.
+  // next, so the lanes receive runs in turn. (RocksDB seals a full memtable
+  // at the start of the next write, so the batch of that write starts the
+  // lane's next run; at the end each lane may hold one such short run.)
+  // Empty = the default column family only. Not owned.
   std::vector<rocksdb::ColumnFamilyHandle*> lanes;
 
   // Polled between batches; when it becomes true LoadRecords stops and

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@
 #include "rocksdb/listener.h"
 #include "rocksdb/metadata.h"
 #include "rocksdb/sst_file_manager.h"
+#include "rocksdb/write_buffer_manager.h"
 
 namespace rocksort::pipeline {
 namespace {
@@ -103,9 +105,11 @@ absl::Status QuiesceCompactions(rocksdb::DB* db,
 // Intermediate merges in one lane: while it has more runs than the final
 // merge may read from it, merge the cheapest window of adjacent runs (at most
 // `fan_in`, and no more than needed to reach `max_runs`) into one.
-// `after_merge` is called with the bytes each merge wrote.
+// `after_merge` is called with the bytes each merge wrote. Stops with
+// Aborted between merges once `stop` (another lane failed) is set.
 absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane, int max_runs,
                               int fan_in, const std::atomic<bool>* cancelled,
+                              const std::atomic<bool>& stop,
                               const std::function<void(uint64_t)>& after_merge) {
   int merges = 0;
   for (;;) {
@@ -115,6 +119,7 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane
     if (cancelled != nullptr && cancelled->load()) {
       return absl::CancelledError("interrupted while merging runs");
     }
+    if (stop.load()) return absl::AbortedError("stopped: another lane's merge failed");
     const int width = std::min(fan_in, n - max_runs + 1);
     int best = 0;
     uint64_t best_bytes = UINT64_MAX;
@@ -137,27 +142,35 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane
 }
 
 // MergeDown on every lane at once, one thread per lane (the calling thread
-// takes the first). Returns the number of merges, or the first lane's error.
+// takes the first). The first lane to fail stops the others after their
+// current merge. Returns the number of merges, or that first failure.
 absl::StatusOr<int> MergeDownLanes(rocksdb::DB* db,
                                    const std::vector<rocksdb::ColumnFamilyHandle*>& lanes,
                                    int max_runs_per_lane, int fan_in,
                                    const std::atomic<bool>* cancelled,
                                    const std::function<void(uint64_t)>& after_merge) {
   std::vector<absl::StatusOr<int>> results(lanes.size(), 0);
+  std::atomic<bool> stop{false};
+  auto merge_lane = [&](size_t i) {
+    results[i] = MergeDown(db, lanes[i], max_runs_per_lane, fan_in, cancelled, stop, after_merge);
+    if (!results[i].ok()) stop.store(true);
+  };
   {
     std::vector<std::thread> workers;
-    for (size_t i = 1; i < lanes.size(); ++i) {
-      workers.emplace_back([&, i] {
-        results[i] = MergeDown(db, lanes[i], max_runs_per_lane, fan_in, cancelled, after_merge);
-      });
-    }
-    results[0] = MergeDown(db, lanes[0], max_runs_per_lane, fan_in, cancelled, after_merge);
+    for (size_t i = 1; i < lanes.size(); ++i) workers.emplace_back(merge_lane, i);
+    if (!lanes.empty()) merge_lane(0);
     for (std::thread& t : workers) t.join();
   }
   int merges = 0;
   for (const absl::StatusOr<int>& r : results) {
+    if (r.ok()) merges += *r;
+  }
+  // The lane that failed, not the ones it stopped.
+  for (const absl::StatusOr<int>& r : results) {
+    if (!r.ok() && !absl::IsAborted(r.status())) return r.status();
+  }
+  for (const absl::StatusOr<int>& r : results) {
     if (!r.ok()) return r.status();
-    merges += *r;
   }
   return merges;
 }
@@ -199,6 +212,26 @@ class DbStatsListener : public rocksdb::EventListener {
   uint64_t flush_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int compactions_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The write buffer manager (compaction_policy.cc) stalls the loader until a
+// flush frees memtable memory. If a flush fails (a full disk), RocksDB stops
+// the DB and no memory is ever freed: this listener lifts the cap so the
+// stalled write returns and the next one reports the error, instead of
+// waiting forever.
+class ReleaseStallOnError : public rocksdb::EventListener {
+ public:
+  explicit ReleaseStallOnError(std::shared_ptr<rocksdb::WriteBufferManager> manager)
+      : manager_(std::move(manager)) {}
+  void OnBackgroundError(rocksdb::BackgroundErrorReason /*reason*/,
+                         rocksdb::Status* error) override {
+    if (error != nullptr && !error->ok()) {
+      manager_->SetBufferSize(std::numeric_limits<size_t>::max() / 2);
+    }
+  }
+
+ private:
+  const std::shared_ptr<rocksdb::WriteBufferManager> manager_;
 };
 
 // Scratch space a sort needs, measured (docs/tuning.md): the Snappy runs hold
@@ -297,6 +330,10 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   // compactions, the SstFileManager tracks the size of the runs on disk.
   auto stats = std::make_shared<DbStatsListener>();
   plan.options.listeners.push_back(stats);
+  if (plan.options.write_buffer_manager != nullptr) {
+    plan.options.listeners.push_back(
+        std::make_shared<ReleaseStallOnError>(plan.options.write_buffer_manager));
+  }
   std::shared_ptr<rocksdb::SstFileManager> sst_files(
       rocksdb::NewSstFileManager(rocksdb::Env::Default()));
   plan.options.sst_file_manager = sst_files;
@@ -393,8 +430,9 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   }
   sample_temp();
   RETURN_IF_ERROR(QuiesceCompactions(db, lanes, cancelled));
-  // The memtables are gone: the merges down to K runs may be wider than the
-  // background ones, with the readahead that the merge budget then allows.
+  // The memtables are gone: the merges down to K runs (one per lane at once)
+  // may be wider than the background ones, with the readahead their share
+  // of the post-load memory allows.
   if (rocksdb::Status s = db->SetDBOptions(
           {{"compaction_readahead_size", std::to_string(plan.merge_down_readahead)}});
       !s.ok()) {
@@ -408,8 +446,10 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
                                     stats->AddManualCompaction(bytes_written);
                                   }));
   report->runs_merged = 0;
+  report->runs_merged_per_lane.clear();
   for (rocksdb::ColumnFamilyHandle* lane : lanes) {
-    report->runs_merged += static_cast<int>(SortedRuns(db, lane).size());
+    report->runs_merged_per_lane.push_back(static_cast<int>(SortedRuns(db, lane).size()));
+    report->runs_merged += report->runs_merged_per_lane.back();
   }
   stats->Fill(report);
   report->final_readahead = compaction_policy::FinalReadahead(plan, report->runs_merged);

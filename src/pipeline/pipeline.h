@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "compaction_policy/compaction_policy.h"
@@ -77,6 +78,7 @@ struct SortReport {
   uint64_t compaction_bytes = 0;    // Bytes they wrote (both kinds).
   int intermediate_merges = 0;      // Merges rocksort ran after loading.
   int runs_merged = 0;              // Runs read by the final merge.
+  std::vector<int> runs_merged_per_lane;  // The same, per lane.
   size_t final_readahead = 0;
   uint64_t peak_temp_bytes = 0;     // Largest total SST size seen (SstFileManager).
   double load_seconds = 0;

@@ -34,6 +34,11 @@ TEST(CompactionPolicy, MemtablesStayWithinThreeQuartersOfBudget) {
               std::max<uint64_t>(budget * 3 / 4, 3 * 256 * 1024))
         << budget;
     EXPECT_LE(plan.batch_bytes, budget / 8 + 64 * 1024);
+    // The cap holds over all lanes together, not per column family.
+    ASSERT_NE(plan.options.write_buffer_manager, nullptr);
+    EXPECT_TRUE(plan.options.write_buffer_manager->enabled());
+    EXPECT_EQ(plan.options.write_buffer_manager->buffer_size(),
+              plan.options.write_buffer_size * plan.options.max_write_buffer_number);
   }
 }
 

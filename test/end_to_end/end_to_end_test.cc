@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,14 @@ TEST_F(EndToEndTest, TwoLanesMergedDownInParallelMatchSamtools) {
   EXPECT_NE(json.find("\"lanes\": 2,"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"intermediate_merges\": 0,"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"intermediate_merges\": 1,"), std::string::npos) << json;
+  // Both lanes got runs: "runs_at_final_merge_per_lane": [a, b], a, b > 0.
+  const std::string key = "\"runs_at_final_merge_per_lane\": [";
+  const size_t at = json.find(key);
+  ASSERT_NE(at, std::string::npos) << json;
+  int a = 0, b = 0;
+  ASSERT_EQ(std::sscanf(json.c_str() + at + key.size(), "%d, %d]", &a, &b), 2) << json;
+  EXPECT_GT(a, 0) << json;
+  EXPECT_GT(b, 0) << json;
 }
 
 // Regression: RocksDB 7.8.3 reports CompactFiles (rocksort's intermediate

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -153,6 +154,28 @@ TEST(TempDbTest, FreshDirectoryIsNeverAnExistingOne) {
   EXPECT_TRUE((*a)->Destroy().ok());
   EXPECT_EQ(dir.List().size(), 1u);
   b->reset();
+  EXPECT_TRUE(dir.List().empty());
+}
+
+TEST(TempDbTest, LanesAreColumnFamiliesDestroyedWithTheDb) {
+  ScratchDir dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.error_if_exists = true;
+  absl::StatusOr<std::unique_ptr<TempDb>> db =
+      TempDb::Create(dir.File("rocksort."), options, 3, nullptr);
+  ASSERT_TRUE(db.ok()) << db.status();
+  const std::vector<rocksdb::ColumnFamilyHandle*>& lanes = (*db)->lanes();
+  ASSERT_EQ(lanes.size(), 3u);
+  EXPECT_EQ(lanes[0]->GetName(), rocksdb::kDefaultColumnFamilyName);
+  EXPECT_EQ(lanes[1]->GetName(), "lane1");
+  EXPECT_EQ(lanes[2]->GetName(), "lane2");
+  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
+    ASSERT_TRUE((*db)->db()->Put(rocksdb::WriteOptions(), lane, "k", "v").ok());
+    ASSERT_TRUE((*db)->db()->Flush(rocksdb::FlushOptions(), lane).ok());
+  }
+  EXPECT_TRUE((*db)->Destroy().ok());
+  EXPECT_TRUE((*db)->lanes().empty());
   EXPECT_TRUE(dir.List().empty());
 }
 
