@@ -291,7 +291,8 @@ std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, doubl
       r.disk == compaction_policy::DiskKind::kHdd ? "hdd" : "ssd", r.lanes, r.compaction_mode,
       r.adaptive_compaction_started ? "true" : "false", r.runs_flushed, r.flush_bytes,
       r.compactions, r.compaction_bytes, r.write_amplification(), r.intermediate_merges,
-      r.runs_merged, absl::StrJoin(r.runs_merged_per_lane, ", "), r.final_readahead, r.peak_temp_bytes, r.load_seconds, r.merge_seconds,
+      r.runs_merged(), absl::StrJoin(r.runs_merged_per_lane, ", "), r.final_readahead,
+      r.peak_temp_bytes, r.load_seconds, r.merge_seconds,
       r.emit_seconds, wall_seconds, cpu_seconds, static_cast<int64_t>(peak_rss_kib) * 1024);
 }
 
@@ -363,7 +364,7 @@ int RocksortMain(int argc, char** argv) {
         static_cast<unsigned long long>(report.output_bytes), report.runs_flushed,
         static_cast<unsigned long long>(report.flush_bytes), report.compactions,
         static_cast<unsigned long long>(report.compaction_bytes), report.write_amplification(),
-        report.intermediate_merges, report.runs_merged, report.final_readahead / 1024,
+        report.intermediate_merges, report.runs_merged(), report.final_readahead / 1024,
         static_cast<unsigned long long>(report.peak_temp_bytes), report.load_seconds,
         report.merge_seconds, report.emit_seconds, ROCKSORT_VERSION,
         command->sort.command_line.c_str(), wall, CpuSeconds(), PeakRssKiB() / 1024.0);

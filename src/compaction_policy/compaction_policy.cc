@@ -134,8 +134,7 @@ SortPlan MakePlan(const PolicyInput& input) {
   const uint64_t compaction_budget = compaction_memory / o.max_background_compactions;
 
   // One lane per thread, at most 4: after loading, each lane is merged down
-  // by its own thread. (The floor below keeps K >= 8 per lane; the min()
-  // after it only guards the clamp.)
+  // by its own thread.
   plan.lanes = std::clamp(threads, 1, 4);
   // The final merge gets half the budget, but at least enough to read
   // kMinFinalRunsPerLane runs from every lane at min_readahead, and never
@@ -148,7 +147,6 @@ SortPlan MakePlan(const PolicyInput& input) {
                                 plan.lanes * kMinFinalRunsPerLane * (plan.min_readahead + blocks)});
   plan.max_final_runs = static_cast<int>(
       std::clamp<uint64_t>(plan.merge_budget / (plan.min_readahead + blocks), 2, 4096));
-  plan.lanes = std::min(plan.lanes, std::max(1, plan.max_final_runs / 2));
   plan.max_final_runs_per_lane = plan.max_final_runs / plan.lanes;
   // After loading, the memory the memtables and background compactions used
   // is free for the merges down to K runs.

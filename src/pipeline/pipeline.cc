@@ -81,16 +81,29 @@ std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db,
   return runs;
 }
 
+// Switches background compaction on or off in every lane.
+absl::Status SetAutoCompactions(rocksdb::DB* db,
+                                const std::vector<rocksdb::ColumnFamilyHandle*>& lanes,
+                                bool enabled) {
+  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
+    rocksdb::Status s =
+        db->SetOptions(lane, {{"disable_auto_compactions", enabled ? "false" : "true"}});
+    if (!s.ok()) {
+      return FromRocks(enabled ? "can't start background compaction"
+                               : "can't stop background compaction",
+                       s);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Stops RocksDB from starting compactions and waits for the running ones, so
 // the set of runs is stable for the final merge. (Pending work is not waited
 // for: what is left is merged by MergeDown with a fan-in that fits memory.)
 absl::Status QuiesceCompactions(rocksdb::DB* db,
                                 const std::vector<rocksdb::ColumnFamilyHandle*>& lanes,
                                 const std::atomic<bool>* cancelled) {
-  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
-    rocksdb::Status s = db->SetOptions(lane, {{"disable_auto_compactions", "true"}});
-    if (!s.ok()) return FromRocks("can't stop background compaction", s);
-  }
+  RETURN_IF_ERROR(SetAutoCompactions(db, lanes, /*enabled=*/false));
   for (;;) {
     uint64_t running = 0;
     db->GetIntProperty("rocksdb.num-running-compactions", &running);
@@ -162,16 +175,15 @@ absl::StatusOr<int> MergeDownLanes(rocksdb::DB* db,
     for (std::thread& t : workers) t.join();
   }
   int merges = 0;
+  absl::Status failure;  // The lane that failed, not the ones it stopped.
   for (const absl::StatusOr<int>& r : results) {
-    if (r.ok()) merges += *r;
+    if (r.ok()) {
+      merges += *r;
+    } else if (failure.ok() || absl::IsAborted(failure)) {
+      failure = r.status();
+    }
   }
-  // The lane that failed, not the ones it stopped.
-  for (const absl::StatusOr<int>& r : results) {
-    if (!r.ok() && !absl::IsAborted(r.status())) return r.status();
-  }
-  for (const absl::StatusOr<int>& r : results) {
-    if (!r.ok()) return r.status();
-  }
+  if (!failure.ok()) return failure;
   return merges;
 }
 
@@ -396,10 +408,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
         }
       }
       if (runs > static_cast<uint64_t>(plan.adaptive_trigger_runs)) {
-        for (rocksdb::ColumnFamilyHandle* lane : lanes) {
-          rocksdb::Status s = db->SetOptions(lane, {{"disable_auto_compactions", "false"}});
-          if (!s.ok()) return FromRocks("can't start background compaction", s);
-        }
+        RETURN_IF_ERROR(SetAutoCompactions(db, lanes, /*enabled=*/true));
         report->adaptive_compaction_started = true;
         if (options.verbosity > 0) {
           std::fprintf(stderr, "rocksort: %llu runs flushed: background merging started\n",
@@ -445,14 +454,12 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
                                     sample_temp();
                                     stats->AddManualCompaction(bytes_written);
                                   }));
-  report->runs_merged = 0;
   report->runs_merged_per_lane.clear();
   for (rocksdb::ColumnFamilyHandle* lane : lanes) {
     report->runs_merged_per_lane.push_back(static_cast<int>(SortedRuns(db, lane).size()));
-    report->runs_merged += report->runs_merged_per_lane.back();
   }
   stats->Fill(report);
-  report->final_readahead = compaction_policy::FinalReadahead(plan, report->runs_merged);
+  report->final_readahead = compaction_policy::FinalReadahead(plan, report->runs_merged());
   report->merge_seconds = Seconds(phase_start);
 
   // Emit.

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,13 +78,17 @@ struct SortReport {
   int compactions = 0;              // Background compactions plus intermediate merges.
   uint64_t compaction_bytes = 0;    // Bytes they wrote (both kinds).
   int intermediate_merges = 0;      // Merges rocksort ran after loading.
-  int runs_merged = 0;              // Runs read by the final merge.
-  std::vector<int> runs_merged_per_lane;  // The same, per lane.
+  std::vector<int> runs_merged_per_lane;  // Runs read by the final merge, per lane.
   size_t final_readahead = 0;
   uint64_t peak_temp_bytes = 0;     // Largest total SST size seen (SstFileManager).
   double load_seconds = 0;
   double merge_seconds = 0;         // Flush, compaction wait, intermediate merges.
   double emit_seconds = 0;
+
+  // Runs read by the final merge.
+  int runs_merged() const {
+    return std::accumulate(runs_merged_per_lane.begin(), runs_merged_per_lane.end(), 0);
+  }
 
   // Bytes written to the temporary DB per byte flushed (1.0 = no merging).
   double write_amplification() const {

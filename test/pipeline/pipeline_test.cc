@@ -95,7 +95,7 @@ TEST_F(PipelineTest, TinyMemoryFlushesManyRunsAndMergesThemDown) {
   // than one merge may read within the memory budget.
   EXPECT_GT(report.runs_flushed, max_final_runs);
   EXPECT_GT(report.intermediate_merges, 0);
-  EXPECT_LE(report.runs_merged, max_final_runs);
+  EXPECT_LE(report.runs_merged(), max_final_runs);
   EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
 }
 
