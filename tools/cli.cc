@@ -277,7 +277,7 @@ std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, doubl
       "{\n"
       "  \"records\": %d,\n  \"uncompressed_bytes\": %d,\n  \"size_hint_bytes\": %d,\n"
       "  \"size_hint_source\": \"%s\",\n  \"output_bytes\": %d,\n"
-      "  \"disk_profile\": \"%s\",\n  \"lanes\": %d,\n  \"compaction_mode\": \"%s\",\n"
+      "  \"disk_profile\": \"%s\",\n  \"disk_request_bytes\": %d,\n  \"lanes\": %d,\n  \"compaction_mode\": \"%s\",\n"
       "  \"adaptive_compaction_started\": %s,\n"
       "  \"runs_flushed\": %d,\n  \"flush_bytes\": %d,\n  \"compactions\": %d,\n"
       "  \"compaction_bytes\": %d,\n  \"write_amplification\": %.3f,\n"
@@ -288,7 +288,8 @@ std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, doubl
       "  \"wall_seconds\": %.3f,\n  \"cpu_seconds\": %.3f,\n  \"peak_rss_bytes\": %d\n"
       "}\n",
       r.records, r.record_bytes, r.size_hint, r.size_hint_source, r.output_bytes,
-      r.disk == compaction_policy::DiskKind::kHdd ? "hdd" : "ssd", r.lanes, r.compaction_mode,
+      r.disk == compaction_policy::DiskKind::kHdd ? "hdd" : "ssd", r.disk_request_bytes, r.lanes,
+      r.compaction_mode,
       r.adaptive_compaction_started ? "true" : "false", r.runs_flushed, r.flush_bytes,
       r.compactions, r.compaction_bytes, r.write_amplification(), r.intermediate_merges,
       r.runs_merged(), absl::StrJoin(r.runs_merged_per_lane, ", "), r.final_readahead,

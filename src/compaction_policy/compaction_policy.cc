@@ -27,11 +27,21 @@ constexpr uint64_t kMinMergeBudget = 16 * kMiB;
 // The final merge reads at least this many runs from each lane.
 constexpr uint64_t kMinFinalRunsPerLane = 8;
 
+// A readahead whose reads (readahead + up to `slack`) fill whole requests of
+// `request` bytes (WholeRequests).
+size_t FitToRequests(uint64_t readahead, uint64_t request, uint64_t slack, bool nearest) {
+  if (request <= slack) return static_cast<size_t>(readahead);
+  return static_cast<size_t>(WholeRequests(readahead + slack, request, nearest) - slack);
+}
+
 // Readahead per input when `inputs` runs share `memory` and each also holds
-// `blocks` bytes of blocks: what is left of its share, clamped to [lo, hi].
-size_t ReadaheadPerInput(uint64_t memory, int inputs, uint64_t blocks, size_t lo, size_t hi) {
+// `blocks` bytes of blocks: what is left of its share, clamped to [lo, hi],
+// then fitted down to whole requests.
+size_t ReadaheadPerInput(const SortPlan& plan, uint64_t memory, int inputs, uint64_t blocks,
+                         size_t lo, size_t hi) {
   const uint64_t share = memory / std::max(1, inputs);
-  return static_cast<size_t>(std::clamp<uint64_t>(share > blocks ? share - blocks : 0, lo, hi));
+  const uint64_t readahead = std::clamp<uint64_t>(share > blocks ? share - blocks : 0, lo, hi);
+  return FitToRequests(readahead, plan.request_bytes, plan.read_slack, /*nearest=*/false);
 }
 
 }  // namespace
@@ -80,6 +90,14 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   o.keep_log_file_num = 1;
   o.max_manifest_file_size = 64 * kMiB;
+  // Every table file is opened with POSIX_FADV_RANDOM (advise_random_on_open)
+  // and keeps it: RocksDB's own readahead, sized to whole device requests
+  // below, then decides every read. The default hint NORMAL on compaction
+  // inputs re-enabled the kernel's readahead, whose windows overlap
+  // RocksDB's reads and split them into odd-sized requests (measured: 674 KiB
+  // per request on average for 948 KiB reads).
+  o.advise_random_on_open = true;
+  o.access_hint_on_compaction_start = rocksdb::Options::NONE;
   o.max_background_jobs = std::max(2, threads);
   o.max_background_flushes = std::max(1, threads / 2 + 1);
 
@@ -114,6 +132,16 @@ SortPlan MakePlan(const PolicyInput& input) {
     plan.max_readahead = 4 * kMiB;
     plan.min_merge_readahead = 256 * kKiB;
   }
+  // Whole requests: the floors to the nearest number of them (1964 KiB and
+  // 948 KiB for a 1016 KiB request), the ceiling down.
+  plan.request_bytes = input.request_bytes;
+  plan.read_slack = table.block_size + 4 * kKiB;  // A block (+ trailer) and page alignment.
+  plan.min_readahead =
+      FitToRequests(plan.min_readahead, plan.request_bytes, plan.read_slack, /*nearest=*/true);
+  plan.min_merge_readahead = FitToRequests(plan.min_merge_readahead, plan.request_bytes,
+                                           plan.read_slack, /*nearest=*/true);
+  plan.max_readahead =
+      FitToRequests(plan.max_readahead, plan.request_bytes, plan.read_slack, /*nearest=*/false);
   const uint64_t blocks = 2 * table.block_size;  // Compressed and decoded block per run.
 
   plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
@@ -160,7 +188,7 @@ SortPlan MakePlan(const PolicyInput& input) {
   const uint64_t lane_memory = plan.post_load_memory / plan.lanes;
   plan.merge_down_fan_in = static_cast<int>(
       std::clamp<uint64_t>(lane_memory / (plan.min_merge_readahead + blocks), 2, 4096));
-  plan.merge_down_readahead = ReadaheadPerInput(lane_memory, plan.merge_down_fan_in, blocks,
+  plan.merge_down_readahead = ReadaheadPerInput(plan, lane_memory, plan.merge_down_fan_in, blocks,
                                                 plan.min_merge_readahead, plan.max_readahead);
 
   const int memory_fan_in = static_cast<int>(std::clamp<uint64_t>(
@@ -177,7 +205,7 @@ SortPlan MakePlan(const PolicyInput& input) {
   plan.merge_fan_in = std::clamp(static_cast<int>(std::ceil(std::sqrt(std::max(ratio, 1.0)))), 2,
                                  memory_fan_in);
   o.compaction_readahead_size =
-      ReadaheadPerInput(compaction_budget, plan.merge_fan_in, blocks, plan.min_merge_readahead,
+      ReadaheadPerInput(plan, compaction_budget, plan.merge_fan_in, blocks, plan.min_merge_readahead,
                         plan.max_readahead);
   auto& universal = o.compaction_options_universal;
   universal.min_merge_width = plan.merge_fan_in;
@@ -207,11 +235,18 @@ SortPlan MakePlan(const PolicyInput& input) {
   return plan;
 }
 
+uint64_t WholeRequests(uint64_t bytes, uint64_t request_bytes, bool nearest) {
+  if (request_bytes == 0 || bytes <= request_bytes) return bytes;
+  const uint64_t whole =
+      nearest ? (bytes + request_bytes / 2) / request_bytes : bytes / request_bytes;
+  return std::max<uint64_t>(1, whole) * request_bytes;
+}
+
 size_t FinalReadahead(const SortPlan& plan, int runs) {
   const auto* table =
       plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
   const uint64_t blocks = table != nullptr ? 2 * table->block_size : 0;
-  return ReadaheadPerInput(plan.merge_budget, runs, blocks, plan.min_readahead,
+  return ReadaheadPerInput(plan, plan.merge_budget, runs, blocks, plan.min_readahead,
                            plan.max_readahead);
 }
 

@@ -45,6 +45,10 @@ struct PolicyInput {
   // False for --no-compaction / -s 0: runs are merged only at the end.
   bool allow_compaction = true;
   DiskKind disk = DiskKind::kSsd;
+  // Largest read the temp directory's device serves as one request
+  // (DiskDetection::request_bytes), 0 if unknown. Readahead sizes above it
+  // are fitted to whole requests.
+  uint64_t request_bytes = 0;
 };
 
 enum class CompactionMode {
@@ -95,6 +99,14 @@ struct SortPlan {
   size_t min_merge_readahead = 0;
   // Readahead per run beyond which more memory buys nothing.
   size_t max_readahead = 0;
+  // PolicyInput::request_bytes. Every readahead of the plan larger than one
+  // request is a whole number of requests minus read_slack: RocksDB reads
+  // the block it needs plus the readahead (up to read_slack more), so a
+  // readahead of exactly 2 MiB became reads of 2 MiB + a few KiB, which a
+  // device taking 1016 KiB per request serves in three requests, the third
+  // for the few KiB. Each request of a rotating disk may cost a seek.
+  uint64_t request_bytes = 0;
+  size_t read_slack = 0;
   // The most sorted runs the final merge may read at once (>= 8 per lane):
   // more runs than this are first merged down with intermediate merges.
   int max_final_runs = 0;
@@ -124,8 +136,13 @@ SortPlan MakePlan(const PolicyInput& input);
 
 // Readahead per run for a final merge over `runs` sorted runs:
 // merge_budget / runs minus the block buffers, clamped to
-// [min_readahead, max_readahead].
+// [min_readahead, max_readahead] and fitted to whole requests.
 size_t FinalReadahead(const SortPlan& plan, int runs);
+
+// `bytes` as a whole number (at least one) of device requests of
+// `request_bytes`, the nearest (`nearest`) or the next lower; unchanged when
+// it fits in one request or the request size is unknown (0).
+uint64_t WholeRequests(uint64_t bytes, uint64_t request_bytes, bool nearest);
 
 // Human-readable summary of the plan's main numbers, for -v.
 std::string DescribePlan(const SortPlan& plan);

@@ -2,9 +2,11 @@
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +43,34 @@ int Rotational(const fs::path& device, std::string* name, int depth) {
   return value == 1 ? 1 : 0;
 }
 
+// Reads one unsigned number from a sysfs file; 0 if unreadable.
+uint64_t ReadNumber(const fs::path& file) {
+  std::ifstream in(file);
+  uint64_t value = 0;
+  if (!(in >> value)) return 0;
+  return value;
+}
+
+// See DiskDetection::request_bytes. `device` is a block device directory in
+// /sys/devices/...; a partition has no queue/ of its own: its disk's applies.
+uint64_t RequestBytes(const fs::path& device) {
+  std::error_code ec;
+  const fs::path queue =
+      (fs::exists(device / "partition", ec) ? device.parent_path() : device) / "queue";
+  const uint64_t max_kb = ReadNumber(queue / "max_sectors_kb");
+  if (max_kb == 0) return 0;
+  uint64_t bytes = max_kb * 1024;
+  const uint64_t segments = ReadNumber(queue / "max_segments");
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (segments > 0 && page > 0) {
+    uint64_t segment = static_cast<uint64_t>(page);
+    const uint64_t max_segment = ReadNumber(queue / "max_segment_size");
+    if (max_segment > 0) segment = std::min(segment, max_segment);
+    bytes = std::min(bytes, segments * segment);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 DiskDetection DetectDiskKind(const std::string& path, const std::string& sysfs_root) {
@@ -62,6 +92,7 @@ DiskDetection DetectDiskKind(const std::string& path, const std::string& sysfs_r
     result.reason = absl::StrCat(link.string(), " not found; assuming ssd");
     return result;
   }
+  result.request_bytes = RequestBytes(device);
   std::string name = device.filename().string();
   const int rotational = Rotational(device, &name, 0);
   if (rotational < 0) {

@@ -4,7 +4,9 @@
 // device of the directory's filesystem (/sys/dev/block/MAJ:MIN), its parent
 // disk when it is a partition, and for device-mapper and md devices every
 // underlying device (slaves/). Rotating if any underlying device reports
-// queue/rotational = 1.
+// queue/rotational = 1. Also reads the largest read the device takes as one
+// request, from the queue limits of the device itself (stacked devices carry
+// the combined limits of their parts).
 //
 // Thread-safe (reads files only).
 #ifndef ROCKSORT_COMPACTION_POLICY_DISK_DETECT_H_
@@ -20,6 +22,13 @@ struct DiskDetection {
   DiskKind kind = DiskKind::kSsd;
   // Why: e.g. "vda: rotational" or "no block device (tmpfs?)", for -v.
   std::string reason;
+  // Largest buffered read the device serves as one request, bytes; 0 if
+  // unknown. The page cache hands the block layer one segment per page
+  // (pages are not physically contiguous), so this is
+  // min(queue/max_sectors_kb, queue/max_segments x page size): 1016 KiB on
+  // a virtio disk with 254 segments. A larger read is split into several
+  // requests, and a split-off tail of a few KiB costs a request of its own.
+  uint64_t request_bytes = 0;
 };
 
 // Detects the disk kind for `path` (which must exist). Filesystems without a

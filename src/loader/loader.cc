@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -105,8 +106,8 @@ absl::Status FromRocks(const Input& input, const rocksdb::Status& s) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
-                                                   int threads) {
+absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int threads,
+                                                   uint64_t readahead_chunk) {
   const bool is_stdin = path == "-";
   const std::string name = is_stdin ? "stdin" : path;
   struct stat input_stat;
@@ -208,8 +209,9 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
   std::unique_ptr<Input> input(new Input(path, name, file, header, threaded));
   input->missing_eof_marker_ = missing_eof_marker;
   if (regular_file) {
-    input->readahead_ =
-        std::make_unique<SequentialReadahead>(fd, static_cast<uint64_t>(input_stat.st_size));
+    const uint64_t chunk = std::max<uint64_t>(readahead_chunk, 4096);
+    input->readahead_ = std::make_unique<SequentialReadahead>(
+        fd, static_cast<uint64_t>(input_stat.st_size), std::max<uint64_t>(chunk, uint64_t{16} << 20), chunk);
   }
   return input;
 }

@@ -36,9 +36,12 @@ class Input {
   // calling thread, because htslib's multithreaded SAM parser reports errors
   // late and at the wrong record. NotFound when the file does not
   // exist, InvalidArgument when it is not an alignment format htslib knows,
-  // DataLoss when the header is truncated or corrupt.
-  static absl::StatusOr<std::unique_ptr<Input>> Open(const std::string& path,
-                                                     int threads);
+  // DataLoss when the header is truncated or corrupt. A regular file is
+  // read ahead (SequentialReadahead) in requests of `readahead_chunk` bytes;
+  // the pipeline passes whole requests of the input's device.
+  static absl::StatusOr<std::unique_ptr<Input>> Open(const std::string& path, int threads,
+                                                     uint64_t readahead_chunk = uint64_t{2}
+                                                                                << 20);
 
   Input(const Input&) = delete;
   Input& operator=(const Input&) = delete;

@@ -62,6 +62,7 @@ struct SortOptions {
 struct SortReport {
   compaction_policy::DiskKind disk = compaction_policy::DiskKind::kSsd;
   std::string disk_reason;          // How the disk kind was decided.
+  uint64_t disk_request_bytes = 0;  // DiskDetection::request_bytes (0 = unknown).
   // The input had no BGZF EOF marker (it may be truncated at a block
   // boundary); the CLI warns after a successful sort.
   bool input_missing_eof_marker = false;

@@ -190,6 +190,73 @@ TEST(CompactionPolicy, FinalMergeReadsAtLeastEightRunsFromEveryLane) {
   }
 }
 
+// True when reads of `readahead` plus the block RocksDB adds (up to
+// plan.read_slack) fill whole requests, or fit in one.
+bool FillsWholeRequests(const SortPlan& plan, uint64_t readahead) {
+  const uint64_t reads = readahead + plan.read_slack;
+  return reads <= plan.request_bytes || reads % plan.request_bytes == 0;
+}
+
+TEST(CompactionPolicy, ReadsFillWholeDeviceRequests) {
+  // A virtio disk with 254 segments takes 1016 KiB per buffered read; a
+  // SATA disk typically 1280 KiB.
+  for (uint64_t request : {uint64_t{1016} << 10, uint64_t{1280} << 10, uint64_t{512} << 10}) {
+    for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
+      for (uint64_t budget : {16 * kMiB, 64 * kMiB, 1024 * kMiB}) {
+        PolicyInput in = Input(budget, 2, 1000 * budget, disk);
+        in.request_bytes = request;
+        const SortPlan plan = MakePlan(in);
+        SCOPED_TRACE(testing::Message() << "request " << request << " budget " << budget
+                                        << " hdd " << (disk == DiskKind::kHdd));
+        ASSERT_EQ(plan.request_bytes, request);
+        EXPECT_TRUE(FillsWholeRequests(plan, plan.min_readahead));
+        EXPECT_TRUE(FillsWholeRequests(plan, plan.min_merge_readahead));
+        EXPECT_TRUE(FillsWholeRequests(plan, plan.options.compaction_readahead_size));
+        EXPECT_TRUE(FillsWholeRequests(plan, plan.merge_down_readahead));
+        for (int runs : {1, 3, plan.max_final_runs, 1000}) {
+          EXPECT_TRUE(FillsWholeRequests(plan, FinalReadahead(plan, runs))) << runs;
+          EXPECT_GE(FinalReadahead(plan, runs), plan.min_readahead) << runs;
+        }
+      }
+    }
+  }
+}
+
+TEST(CompactionPolicy, WholeRequests) {
+  const uint64_t request = uint64_t{1016} << 10;
+  EXPECT_EQ(WholeRequests(2 * kMiB, request, /*nearest=*/true), 2 * request);
+  EXPECT_EQ(WholeRequests(2 * kMiB, request, /*nearest=*/false), 2 * request);
+  EXPECT_EQ(WholeRequests(5 * request / 2 + 1, request, /*nearest=*/false), 2 * request);
+  EXPECT_EQ(WholeRequests(5 * request / 2 + 1, request, /*nearest=*/true), 3 * request);
+  EXPECT_EQ(WholeRequests(request + 1, request, /*nearest=*/true), request);
+  EXPECT_EQ(WholeRequests(request / 2, request, /*nearest=*/true), request / 2);  // Fits one.
+  EXPECT_EQ(WholeRequests(5 * kMiB, 0, /*nearest=*/true), 5 * kMiB);             // Unknown.
+}
+
+TEST(CompactionPolicy, KernelReadaheadStaysOffForTableFiles) {
+  const SortPlan plan = MakePlan(Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kHdd));
+  EXPECT_TRUE(plan.options.advise_random_on_open);
+  EXPECT_EQ(plan.options.access_hint_on_compaction_start, rocksdb::Options::NONE);
+}
+
+TEST(CompactionPolicy, HddFloorsRoundToTheNearestWholeRequest) {
+  PolicyInput in = Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kHdd);
+  in.request_bytes = uint64_t{1016} << 10;
+  SortPlan plan = MakePlan(in);
+  // 2 MiB + slack is just over two requests: two, minus the slack.
+  EXPECT_EQ(plan.min_readahead + plan.read_slack, 2 * in.request_bytes);
+  EXPECT_EQ(plan.min_merge_readahead + plan.read_slack, in.request_bytes);
+  in.request_bytes = uint64_t{1280} << 10;
+  plan = MakePlan(in);
+  EXPECT_EQ(plan.min_readahead + plan.read_slack, 2 * in.request_bytes);
+  EXPECT_EQ(plan.min_merge_readahead, 1 * kMiB);  // Its reads fit one request as they are.
+  // Unknown request size: the profile's values as they are.
+  in.request_bytes = 0;
+  plan = MakePlan(in);
+  EXPECT_EQ(plan.min_readahead, 2 * kMiB);
+  EXPECT_EQ(plan.min_merge_readahead, 1 * kMiB);
+}
+
 TEST(CompactionPolicy, HddReadsFewerLargerChunks) {
   const SortPlan ssd = MakePlan(Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kSsd));
   const SortPlan hdd = MakePlan(Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kHdd));

@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -65,6 +67,31 @@ TEST_F(DiskDetectTest, DeviceMapperOverAnyRotatingDiskIsHdd) {
   fs::create_directory_symlink(root_ + "/devices/sdc", root_ + "/devices/dm-0/slaves/sdc");
   Link("dm-0");
   EXPECT_EQ(Detect().kind, DiskKind::kHdd);
+}
+
+TEST_F(DiskDetectTest, RequestSizeIsTheSmallerOfSectorAndSegmentLimits) {
+  Disk("vda", 1);
+  testing::WriteFileOrDie(root_ + "/devices/vda/queue/max_sectors_kb", "4096\n");
+  testing::WriteFileOrDie(root_ + "/devices/vda/queue/max_segments", "254\n");
+  testing::WriteFileOrDie(root_ + "/devices/vda/queue/max_segment_size", "4294967295\n");
+  fs::create_directories(root_ + "/devices/vda/vda1");
+  testing::WriteFileOrDie(root_ + "/devices/vda/vda1/partition", "1\n");
+  Link("vda/vda1");  // A partition: its disk's queue limits apply.
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(Detect().request_bytes, std::min<uint64_t>(254 * page, 4096 * 1024));
+}
+
+TEST_F(DiskDetectTest, RequestSizeWithoutSegmentLimitIsMaxSectors) {
+  Disk("sda", 1);
+  testing::WriteFileOrDie(root_ + "/devices/sda/queue/max_sectors_kb", "1280\n");
+  Link("sda");
+  EXPECT_EQ(Detect().request_bytes, 1280u * 1024);
+}
+
+TEST_F(DiskDetectTest, RequestSizeUnknownWithoutQueueLimits) {
+  Disk("sda", 1);
+  Link("sda");
+  EXPECT_EQ(Detect().request_bytes, 0u);
 }
 
 TEST_F(DiskDetectTest, UnknownDeviceFallsBackToSsdWithReason) {
