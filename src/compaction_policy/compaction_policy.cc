@@ -90,8 +90,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   o.keep_log_file_num = 1;
   o.max_manifest_file_size = 64 * kMiB;
-  // Every table file is opened with POSIX_FADV_RANDOM (advise_random_on_open)
-  // and keeps it: RocksDB's own readahead, sized to whole device requests
+  // Every table file is opened with POSIX_FADV_RANDOM (advise_random_on_open,
+  // RocksDB's default, stated here because the next line relies on it) and
+  // keeps it: RocksDB's own readahead, sized to whole device requests
   // below, then decides every read. The default hint NORMAL on compaction
   // inputs re-enabled the kernel's readahead, whose windows overlap
   // RocksDB's reads and split them into odd-sized requests (measured: 674 KiB
@@ -116,7 +117,7 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
   // Readahead per run at the final merge. On a rotating disk a seek costs
-  // ~8-10 ms, the time to transfer ~1.5 MiB, so reads of >= 2 MiB keep seeks
+  // ~8-10 ms, the time to transfer ~1.5 MiB, so reads of ~2 MiB keep seeks
   // below half the time; RocksDB's own tuning guide asks for at least 2 MiB
   // there. Intermediate merges (background compactions and the merges after
   // loading) may read in smaller chunks, down to min_merge_readahead: they
@@ -133,15 +134,17 @@ SortPlan MakePlan(const PolicyInput& input) {
     plan.min_merge_readahead = 256 * kKiB;
   }
   // Whole requests: the floors to the nearest number of them (1964 KiB and
-  // 948 KiB for a 1016 KiB request), the ceiling down.
+  // 948 KiB for a 1016 KiB request; a floor may so grow by up to half a
+  // request, which the memory below accounts for), the ceiling down.
   plan.request_bytes = input.request_bytes;
   plan.read_slack = table.block_size + 4 * kKiB;  // A block (+ trailer) and page alignment.
   plan.min_readahead =
       FitToRequests(plan.min_readahead, plan.request_bytes, plan.read_slack, /*nearest=*/true);
   plan.min_merge_readahead = FitToRequests(plan.min_merge_readahead, plan.request_bytes,
                                            plan.read_slack, /*nearest=*/true);
-  plan.max_readahead =
-      FitToRequests(plan.max_readahead, plan.request_bytes, plan.read_slack, /*nearest=*/false);
+  plan.max_readahead = std::max(
+      plan.min_readahead,
+      FitToRequests(plan.max_readahead, plan.request_bytes, plan.read_slack, /*nearest=*/false));
   const uint64_t blocks = 2 * table.block_size;  // Compressed and decoded block per run.
 
   plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
@@ -240,6 +243,12 @@ uint64_t WholeRequests(uint64_t bytes, uint64_t request_bytes, bool nearest) {
   const uint64_t whole =
       nearest ? (bytes + request_bytes / 2) / request_bytes : bytes / request_bytes;
   return std::max<uint64_t>(1, whole) * request_bytes;
+}
+
+uint64_t InputReadaheadChunk(uint64_t request_bytes, uint64_t max_read_bytes) {
+  uint64_t chunk = 2 * kMiB;
+  if (max_read_bytes != 0) chunk = std::min(chunk, max_read_bytes);
+  return WholeRequests(chunk, request_bytes, /*nearest=*/false);
 }
 
 size_t FinalReadahead(const SortPlan& plan, int runs) {

@@ -99,12 +99,16 @@ struct SortPlan {
   size_t min_merge_readahead = 0;
   // Readahead per run beyond which more memory buys nothing.
   size_t max_readahead = 0;
-  // PolicyInput::request_bytes. Every readahead of the plan larger than one
-  // request is a whole number of requests minus read_slack: RocksDB reads
-  // the block it needs plus the readahead (up to read_slack more), so a
-  // readahead of exactly 2 MiB became reads of 2 MiB + a few KiB, which a
-  // device taking 1016 KiB per request serves in three requests, the third
-  // for the few KiB. Each request of a rotating disk may cost a seek.
+  // PolicyInput::request_bytes. When it is larger than read_slack, every
+  // readahead of the plan larger than one request is a whole number of
+  // requests minus read_slack: RocksDB reads the block it needs plus the
+  // readahead (up to read_slack more), so a readahead of exactly 2 MiB became
+  // reads of 2 MiB + a few KiB, which a device taking 1016 KiB per request
+  // serves in three requests, the third for the few KiB. Each request of a
+  // rotating disk may cost a seek. (Two limits: the kernel cuts a read into
+  // 2 MiB pieces, so reads above 2 MiB may still end each piece in a small
+  // request; and a block holding a record longer than block_size exceeds
+  // the slack.)
   uint64_t request_bytes = 0;
   size_t read_slack = 0;
   // The most sorted runs the final merge may read at once (>= 8 per lane):
@@ -143,6 +147,14 @@ size_t FinalReadahead(const SortPlan& plan, int runs);
 // `request_bytes`, the nearest (`nearest`) or the next lower; unchanged when
 // it fits in one request or the request size is unknown (0).
 uint64_t WholeRequests(uint64_t bytes, uint64_t request_bytes, bool nearest);
+
+// Bytes per readahead request of the input file (loader::SequentialReadahead):
+// up to 2 MiB, made of whole device requests (2 x 1016 KiB on a virtio disk,
+// where 2 MiB is three requests, the third of 16 KiB), and no more than the
+// kernel reads for one POSIX_FADV_WILLNEED (`max_read_bytes`, max_sectors_kb:
+// it truncates a longer one, which would leave a hole that the reader then
+// reads in small requests). 0 = unknown, for either.
+uint64_t InputReadaheadChunk(uint64_t request_bytes, uint64_t max_read_bytes);
 
 // Human-readable summary of the plan's main numbers, for -v.
 std::string DescribePlan(const SortPlan& plan);

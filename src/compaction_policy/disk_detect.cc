@@ -51,15 +51,18 @@ uint64_t ReadNumber(const fs::path& file) {
   return value;
 }
 
-// See DiskDetection::request_bytes. `device` is a block device directory in
-// /sys/devices/...; a partition has no queue/ of its own: its disk's applies.
-uint64_t RequestBytes(const fs::path& device) {
+// Fills DiskDetection::request_bytes and max_read_bytes. `device` is a
+// block device directory in /sys/devices/...; a partition has no queue/ of
+// its own: its disk's applies. (A device-mapper or md device has its own,
+// with the limits of its parts combined.)
+void ReadRequestLimits(const fs::path& device, DiskDetection* result) {
   std::error_code ec;
   const fs::path queue =
       (fs::exists(device / "partition", ec) ? device.parent_path() : device) / "queue";
   const uint64_t max_kb = ReadNumber(queue / "max_sectors_kb");
-  if (max_kb == 0) return 0;
-  uint64_t bytes = max_kb * 1024;
+  if (max_kb == 0) return;
+  result->max_read_bytes = max_kb * 1024;
+  uint64_t bytes = result->max_read_bytes;
   const uint64_t segments = ReadNumber(queue / "max_segments");
   const long page = ::sysconf(_SC_PAGESIZE);
   if (segments > 0 && page > 0) {
@@ -68,7 +71,7 @@ uint64_t RequestBytes(const fs::path& device) {
     if (max_segment > 0) segment = std::min(segment, max_segment);
     bytes = std::min(bytes, segments * segment);
   }
-  return bytes;
+  result->request_bytes = bytes;
 }
 
 }  // namespace
@@ -92,7 +95,7 @@ DiskDetection DetectDiskKind(const std::string& path, const std::string& sysfs_r
     result.reason = absl::StrCat(link.string(), " not found; assuming ssd");
     return result;
   }
-  result.request_bytes = RequestBytes(device);
+  ReadRequestLimits(device, &result);
   std::string name = device.filename().string();
   const int rotational = Rotational(device, &name, 0);
   if (rotational < 0) {

@@ -22,13 +22,17 @@ struct DiskDetection {
   DiskKind kind = DiskKind::kSsd;
   // Why: e.g. "vda: rotational" or "no block device (tmpfs?)", for -v.
   std::string reason;
-  // Largest buffered read the device serves as one request, bytes; 0 if
-  // unknown. The page cache hands the block layer one segment per page
-  // (pages are not physically contiguous), so this is
+  // Largest buffered read the device is sure to serve as one request,
+  // bytes; 0 if unknown. The page cache may hand the block layer one
+  // segment per page (pages need not be physically contiguous), so this is
   // min(queue/max_sectors_kb, queue/max_segments x page size): 1016 KiB on
-  // a virtio disk with 254 segments. A larger read is split into several
-  // requests, and a split-off tail of a few KiB costs a request of its own.
+  // a virtio disk with 254 segments. A larger read may be split into
+  // several requests, and a split-off tail of a few KiB costs a request of
+  // its own.
   uint64_t request_bytes = 0;
+  // queue/max_sectors_kb in bytes, 0 if unknown: the most the kernel reads
+  // ahead for one posix_fadvise(WILLNEED) call (it truncates longer ones).
+  uint64_t max_read_bytes = 0;
 };
 
 // Detects the disk kind for `path` (which must exist). Filesystems without a

@@ -364,13 +364,14 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
                  report->size_hint_source.c_str(), compaction_policy::DescribePlan(plan).c_str());
   }
 
-  // The input is read ahead in 2 MiB, as whole requests of its own device
-  // (2 x 1016 KiB on a virtio disk): a 2 MiB read there is three requests,
-  // the third of 16 KiB.
-  const uint64_t input_chunk = compaction_policy::WholeRequests(
-      uint64_t{2} << 20,
-      options.input == "-" ? 0 : compaction_policy::DetectDiskKind(options.input).request_bytes,
-      /*nearest=*/true);
+  // The input's own device decides how it is read ahead.
+  uint64_t input_chunk = compaction_policy::InputReadaheadChunk(0, 0);
+  if (options.input != "-") {
+    const compaction_policy::DiskDetection input_disk =
+        compaction_policy::DetectDiskKind(options.input);
+    input_chunk =
+        compaction_policy::InputReadaheadChunk(input_disk.request_bytes, input_disk.max_read_bytes);
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<loader::Input> input,
                    loader::Input::Open(options.input, threads, input_chunk));
   report->input_missing_eof_marker = input->missing_eof_marker();

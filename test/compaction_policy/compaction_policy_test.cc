@@ -109,15 +109,29 @@ TEST(CompactionPolicy, FinalReadaheadIsClampedToDiskProfile) {
   EXPECT_GE(FinalReadahead(hdd, 1000), 2 * kMiB);
 }
 
+// Device request sizes the memory tests run with: unknown, virtio (254
+// pages), SATA, an old 128 KiB limit, one below read_slack.
+constexpr uint64_t kRequestSizes[] = {0, 1016 * 1024, 1280 * 1024, 128 * 1024, 60 * 1024};
+
 TEST(CompactionPolicy, FinalMergeFitsMergeBudget) {
-  for (uint64_t budget : {16 * kMiB, 768 * kMiB}) {
-    const SortPlan plan = MakePlan(Input(budget, 1));
-    ASSERT_GE(plan.max_final_runs, 2);
-    const auto* table = plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
-    ASSERT_NE(table, nullptr);
-    const uint64_t per_run = FinalReadahead(plan, plan.max_final_runs) + 2 * table->block_size;
-    if (plan.max_final_runs > 2) {
-      EXPECT_LE(per_run * plan.max_final_runs, plan.merge_budget) << budget;
+  for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
+    for (uint64_t budget : {16 * kMiB, 768 * kMiB}) {
+      for (uint64_t request : kRequestSizes) {
+        PolicyInput in = Input(budget, 1, 0, disk);
+        in.request_bytes = request;
+        const SortPlan plan = MakePlan(in);
+        SCOPED_TRACE(testing::Message() << "budget " << budget << " request " << request
+                                        << " hdd " << (disk == DiskKind::kHdd));
+        ASSERT_GE(plan.max_final_runs, 2);
+        EXPECT_GE(plan.max_readahead, plan.min_readahead);
+        const auto* table =
+            plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
+        ASSERT_NE(table, nullptr);
+        const uint64_t per_run = FinalReadahead(plan, plan.max_final_runs) + 2 * table->block_size;
+        if (plan.max_final_runs > 2) {
+          EXPECT_LE(per_run * plan.max_final_runs, plan.merge_budget);
+        }
+      }
     }
   }
 }
@@ -126,24 +140,29 @@ TEST(CompactionPolicy, MergesFitTheirMemory) {
   for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
     for (uint64_t budget : {16 * kMiB, 64 * kMiB, 1024 * kMiB}) {
       for (int threads : {1, 2, 8}) {
-        const SortPlan plan = MakePlan(Input(budget, threads, 1000 * budget, disk));
-        const auto* table =
-            plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
-        ASSERT_NE(table, nullptr);
-        const uint64_t blocks = 2 * table->block_size;
-        SCOPED_TRACE(testing::Message() << "budget " << budget << " threads " << threads);
-        // Background compactions, all running at once, within max(B/4, 16 MiB).
-        EXPECT_GE(plan.options.compaction_readahead_size, plan.min_merge_readahead);
-        EXPECT_LE(plan.merge_fan_in * (plan.options.compaction_readahead_size + blocks) *
-                      plan.options.max_background_compactions,
-                  std::max(budget / 4, 16 * kMiB));
-        // The merges after loading, one per lane at once, within the memory
-        // loading used.
-        EXPECT_GE(plan.merge_down_readahead, plan.min_merge_readahead);
-        EXPECT_LE(plan.lanes * plan.merge_down_fan_in * (plan.merge_down_readahead + blocks),
-                  plan.post_load_memory);
-        EXPECT_LE(plan.post_load_memory, budget * 3 / 4 + std::max(budget / 4, 16 * kMiB));
-        EXPECT_GE(plan.merge_down_fan_in, 2);
+        for (uint64_t request : kRequestSizes) {
+          PolicyInput in = Input(budget, threads, 1000 * budget, disk);
+          in.request_bytes = request;
+          const SortPlan plan = MakePlan(in);
+          const auto* table =
+              plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
+          ASSERT_NE(table, nullptr);
+          const uint64_t blocks = 2 * table->block_size;
+          SCOPED_TRACE(testing::Message() << "budget " << budget << " threads " << threads
+                                          << " request " << request);
+          // Background compactions, all running at once, within max(B/4, 16 MiB).
+          EXPECT_GE(plan.options.compaction_readahead_size, plan.min_merge_readahead);
+          EXPECT_LE(plan.merge_fan_in * (plan.options.compaction_readahead_size + blocks) *
+                        plan.options.max_background_compactions,
+                    std::max(budget / 4, 16 * kMiB));
+          // The merges after loading, one per lane at once, within the memory
+          // loading used.
+          EXPECT_GE(plan.merge_down_readahead, plan.min_merge_readahead);
+          EXPECT_LE(plan.lanes * plan.merge_down_fan_in * (plan.merge_down_readahead + blocks),
+                    plan.post_load_memory);
+          EXPECT_LE(plan.post_load_memory, budget * 3 / 4 + std::max(budget / 4, 16 * kMiB));
+          EXPECT_GE(plan.merge_down_fan_in, 2);
+        }
       }
     }
   }
@@ -200,7 +219,8 @@ bool FillsWholeRequests(const SortPlan& plan, uint64_t readahead) {
 TEST(CompactionPolicy, ReadsFillWholeDeviceRequests) {
   // A virtio disk with 254 segments takes 1016 KiB per buffered read; a
   // SATA disk typically 1280 KiB.
-  for (uint64_t request : {uint64_t{1016} << 10, uint64_t{1280} << 10, uint64_t{512} << 10}) {
+  for (uint64_t request :
+       {uint64_t{1016} << 10, uint64_t{1280} << 10, uint64_t{512} << 10, uint64_t{128} << 10}) {
     for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
       for (uint64_t budget : {16 * kMiB, 64 * kMiB, 1024 * kMiB}) {
         PolicyInput in = Input(budget, 2, 1000 * budget, disk);
@@ -233,10 +253,29 @@ TEST(CompactionPolicy, WholeRequests) {
   EXPECT_EQ(WholeRequests(5 * kMiB, 0, /*nearest=*/true), 5 * kMiB);             // Unknown.
 }
 
+TEST(CompactionPolicy, InputIsReadAheadInWholeRequestsTheKernelReadsAtOnce) {
+  EXPECT_EQ(InputReadaheadChunk(0, 0), 2 * kMiB);
+  EXPECT_EQ(InputReadaheadChunk(1016 * 1024, 4096 * 1024), 2 * 1016 * 1024);  // virtio
+  EXPECT_EQ(InputReadaheadChunk(1280 * 1024, 1280 * 1024), 1280 * 1024);      // SATA
+  EXPECT_EQ(InputReadaheadChunk(0, 512 * 1024), 512 * 1024);
+  EXPECT_EQ(InputReadaheadChunk(512 * 1024, 4096 * 1024), 2 * kMiB);
+}
+
 TEST(CompactionPolicy, KernelReadaheadStaysOffForTableFiles) {
   const SortPlan plan = MakePlan(Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kHdd));
   EXPECT_TRUE(plan.options.advise_random_on_open);
   EXPECT_EQ(plan.options.access_hint_on_compaction_start, rocksdb::Options::NONE);
+}
+
+TEST(CompactionPolicy, RequestsNoLargerThanTheSlackLeaveReadaheadAsIs) {
+  PolicyInput in = Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kHdd);
+  const SortPlan unknown = MakePlan(in);
+  in.request_bytes = 60 * 1024;  // Below read_slack: no whole number would fit.
+  const SortPlan tiny = MakePlan(in);
+  EXPECT_LE(in.request_bytes, tiny.read_slack);
+  EXPECT_EQ(tiny.min_readahead, unknown.min_readahead);
+  EXPECT_EQ(tiny.max_readahead, unknown.max_readahead);
+  EXPECT_EQ(FinalReadahead(tiny, 5), FinalReadahead(unknown, 5));
 }
 
 TEST(CompactionPolicy, HddFloorsRoundToTheNearestWholeRequest) {

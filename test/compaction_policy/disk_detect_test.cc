@@ -78,7 +78,23 @@ TEST_F(DiskDetectTest, RequestSizeIsTheSmallerOfSectorAndSegmentLimits) {
   testing::WriteFileOrDie(root_ + "/devices/vda/vda1/partition", "1\n");
   Link("vda/vda1");  // A partition: its disk's queue limits apply.
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  EXPECT_EQ(Detect().request_bytes, std::min<uint64_t>(254 * page, 4096 * 1024));
+  const DiskDetection d = Detect();
+  EXPECT_EQ(d.request_bytes, std::min<uint64_t>(254 * page, 4096 * 1024));
+  EXPECT_EQ(d.max_read_bytes, 4096u * 1024);
+}
+
+TEST_F(DiskDetectTest, DeviceMapperUsesItsOwnQueueLimits) {
+  Disk("sdb", 1);
+  testing::WriteFileOrDie(root_ + "/devices/sdb/queue/max_sectors_kb", "4096\n");
+  Disk("dm-0", 1);  // The stacked device's queue holds the combined limits.
+  testing::WriteFileOrDie(root_ + "/devices/dm-0/queue/max_sectors_kb", "512\n");
+  fs::create_directories(root_ + "/devices/dm-0/slaves");
+  fs::create_directory_symlink(root_ + "/devices/sdb", root_ + "/devices/dm-0/slaves/sdb");
+  Link("dm-0");
+  const DiskDetection d = Detect();
+  EXPECT_EQ(d.kind, DiskKind::kHdd);
+  EXPECT_EQ(d.request_bytes, 512u * 1024);
+  EXPECT_EQ(d.max_read_bytes, 512u * 1024);
 }
 
 TEST_F(DiskDetectTest, RequestSizeWithoutSegmentLimitIsMaxSectors) {
@@ -92,6 +108,7 @@ TEST_F(DiskDetectTest, RequestSizeUnknownWithoutQueueLimits) {
   Disk("sda", 1);
   Link("sda");
   EXPECT_EQ(Detect().request_bytes, 0u);
+  EXPECT_EQ(Detect().max_read_bytes, 0u);
 }
 
 TEST_F(DiskDetectTest, UnknownDeviceFallsBackToSsdWithReason) {
