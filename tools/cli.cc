@@ -281,7 +281,9 @@ std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, doubl
       "  \"adaptive_compaction_started\": %s,\n"
       "  \"runs_flushed\": %d,\n  \"flush_bytes\": %d,\n  \"compactions\": %d,\n"
       "  \"compaction_bytes\": %d,\n  \"write_amplification\": %.3f,\n"
-      "  \"intermediate_merges\": %d,\n  \"runs_at_final_merge\": %d,\n"
+      "  \"runs_after_load_per_lane\": [%s],\n"
+      "  \"intermediate_merges\": %d,\n  \"intermediate_merge_bytes\": %d,\n"
+      "  \"runs_at_final_merge\": %d,\n"
       "  \"runs_at_final_merge_per_lane\": [%s],\n"
       "  \"final_readahead_bytes\": %d,\n  \"peak_temp_bytes\": %d,\n"
       "  \"load_seconds\": %.3f,\n  \"merge_seconds\": %.3f,\n  \"emit_seconds\": %.3f,\n"
@@ -291,8 +293,9 @@ std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, doubl
       r.disk == compaction_policy::DiskKind::kHdd ? "hdd" : "ssd", r.disk_request_bytes, r.lanes,
       r.compaction_mode,
       r.adaptive_compaction_started ? "true" : "false", r.runs_flushed, r.flush_bytes,
-      r.compactions, r.compaction_bytes, r.write_amplification(), r.intermediate_merges,
-      r.runs_merged(), absl::StrJoin(r.runs_merged_per_lane, ", "), r.final_readahead,
+      r.compactions, r.compaction_bytes, r.write_amplification(),
+      absl::StrJoin(r.runs_after_load_per_lane, ", "), r.intermediate_merges,
+      r.intermediate_merge_bytes, r.runs_merged(), absl::StrJoin(r.runs_merged_per_lane, ", "), r.final_readahead,
       r.peak_temp_bytes, r.load_seconds, r.merge_seconds,
       r.emit_seconds, wall_seconds, cpu_seconds, static_cast<int64_t>(peak_rss_kib) * 1024);
 }
@@ -354,8 +357,8 @@ int RocksortMain(int argc, char** argv) {
         "rocksort: %llu records, %llu bytes uncompressed (planned with %llu: %s), "
         "%llu bytes written\n"
         "rocksort: runs flushed %d (%llu bytes), compactions %d (%llu bytes, write "
-        "amplification %.2f), intermediate merges %d, runs at final merge %d (readahead "
-        "%zu KiB), peak temp %llu bytes\n"
+        "amplification %.2f), runs after loading %s, intermediate merges %d (%llu bytes), "
+        "runs at final merge %d (readahead %zu KiB), peak temp %llu bytes\n"
         "rocksort: load %.2f s, merge %.2f s, emit %.2f s\n"
         "rocksort: version %s; command line: %s\n"
         "rocksort: real time %.2f s, CPU %.2f s, peak RSS %.1f MiB\n",
@@ -365,7 +368,9 @@ int RocksortMain(int argc, char** argv) {
         static_cast<unsigned long long>(report.output_bytes), report.runs_flushed,
         static_cast<unsigned long long>(report.flush_bytes), report.compactions,
         static_cast<unsigned long long>(report.compaction_bytes), report.write_amplification(),
-        report.intermediate_merges, report.runs_merged(), report.final_readahead / 1024,
+        absl::StrJoin(report.runs_after_load_per_lane, "+").c_str(), report.intermediate_merges,
+        static_cast<unsigned long long>(report.intermediate_merge_bytes), report.runs_merged(),
+        report.final_readahead / 1024,
         static_cast<unsigned long long>(report.peak_temp_bytes), report.load_seconds,
         report.merge_seconds, report.emit_seconds, ROCKSORT_VERSION,
         command->sort.command_line.c_str(), wall, CpuSeconds(), PeakRssKiB() / 1024.0);

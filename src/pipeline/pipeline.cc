@@ -4,6 +4,7 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -452,6 +453,10 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   }
   sample_temp();
   RETURN_IF_ERROR(QuiesceCompactions(db, lanes, cancelled));
+  report->runs_after_load_per_lane.clear();
+  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
+    report->runs_after_load_per_lane.push_back(static_cast<int>(SortedRuns(db, lane).size()));
+  }
   // The memtables are gone: the merges down to K runs (one per lane at once)
   // may be wider than the background ones, with the readahead their share
   // of the post-load memory allows.
@@ -460,13 +465,16 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
       !s.ok()) {
     return FromRocks("can't set the readahead of the merges", s);
   }
+  std::atomic<uint64_t> merge_bytes{0};  // The lanes' threads add to it.
   ASSIGN_OR_RETURN(report->intermediate_merges,
                    MergeDownLanes(db, lanes, plan.max_final_runs_per_lane,
                                   plan.merge_down_fan_in, cancelled,
                                   [&](uint64_t bytes_written) {
                                     sample_temp();
                                     stats->AddManualCompaction(bytes_written);
+                                    merge_bytes.fetch_add(bytes_written);
                                   }));
+  report->intermediate_merge_bytes = merge_bytes.load();
   report->runs_merged_per_lane.clear();
   for (rocksdb::ColumnFamilyHandle* lane : lanes) {
     report->runs_merged_per_lane.push_back(static_cast<int>(SortedRuns(db, lane).size()));

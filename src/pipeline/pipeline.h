@@ -79,6 +79,8 @@ struct SortReport {
   int compactions = 0;              // Background compactions plus intermediate merges.
   uint64_t compaction_bytes = 0;    // Bytes they wrote (both kinds).
   int intermediate_merges = 0;      // Merges rocksort ran after loading.
+  uint64_t intermediate_merge_bytes = 0;  // Bytes they wrote (part of compaction_bytes).
+  std::vector<int> runs_after_load_per_lane;  // Runs per lane when loading ended.
   std::vector<int> runs_merged_per_lane;  // Runs read by the final merge, per lane.
   size_t final_readahead = 0;
   uint64_t peak_temp_bytes = 0;     // Largest total SST size seen (SstFileManager).

@@ -152,6 +152,19 @@ TEST_F(EndToEndTest, IntermediateMergesCountInWriteAmplification) {
   ASSERT_EQ(json.find("\"intermediate_merges\": 0,"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"compactions\": 0,"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"write_amplification\": 1.000"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"intermediate_merge_bytes\": 0,"), std::string::npos) << json;
+  // Compaction off: every run flushed is still there when loading ends, and
+  // the merges after loading take them down to what the final merge reads.
+  const auto number_after = [&json](const std::string& key) {
+    const size_t at = json.find(key);
+    int value = -1;
+    if (at != std::string::npos) std::sscanf(json.c_str() + at + key.size(), "%d", &value);
+    return value;
+  };
+  const int flushed = number_after("\"runs_flushed\": ");
+  EXPECT_GT(flushed, 0) << json;
+  EXPECT_EQ(number_after("\"runs_after_load_per_lane\": ["), flushed) << json;
+  EXPECT_LT(number_after("\"runs_at_final_merge\": "), flushed) << json;
 }
 
 TEST_F(EndToEndTest, ZeroRecordsGiveAValidEmptyBam) {
