@@ -117,7 +117,8 @@ class BgzfWriter::Impl {
   Impl(int fd, std::string name, const Options& options)
       : fd_(fd), name_(std::move(name)), level_(options.level) {
     const int threads = std::max(1, options.threads);
-    const size_t pool = 2 * static_cast<size_t>(threads) + 4;
+    const size_t pool =
+        2 * static_cast<size_t>(threads) + std::max<size_t>(4, options.queue_blocks);
     storage_.reserve(pool);
     for (size_t i = 0; i < pool; ++i) {
       storage_.push_back(std::make_unique<Block>());

@@ -2,8 +2,9 @@
 // -----------------------------------------------------------------------------
 // A BGZF writer whose blocks are compressed in parallel by libdeflate and
 // written strictly in order, with bounded memory: a fixed pool of
-// 2 x threads + 4 blocks (each 64 KiB in, 64 KiB out) cycles between the
-// caller (filling), the workers (compressing) and one writer thread.
+// 2 x threads + queue_blocks blocks (each 64 KiB in, 64 KiB out) cycles
+// between the caller (filling), the workers (compressing) and one writer
+// thread.
 //
 // Format (SAM/BAM spec 4.1): gzip members of at most 64 KiB with the "BC"
 // extra field holding the member size - 1, a CRC32 and ISIZE trailer, and the
@@ -37,6 +38,10 @@ class BgzfWriter {
   struct Options {
     int level = 6;    // 0..9; -1 means the htslib default (6).
     int threads = 1;  // Compression workers, >= 1.
+    // Blocks beyond two per worker: how far the caller may run ahead of the
+    // workers, and so how long it may stall (say, on a disk read) before the
+    // workers run out of blocks. At least 4.
+    size_t queue_blocks = 4;
   };
 
   // Writes to `fd` (not owned; the caller closes it). `name` names the

@@ -1,5 +1,6 @@
 #include "emitter/emitter.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -51,12 +52,19 @@ absl::StatusOr<std::string> EncodeBamHeader(const sam_hdr_t& header) {
   return out;
 }
 
+size_t QueueBlocks(const EmitOptions& options) {
+  const uint64_t threads = static_cast<uint64_t>(std::max(1, options.threads));
+  const uint64_t bytes = static_cast<uint64_t>(options.readahead) * threads / 2;
+  return static_cast<size_t>(std::clamp<uint64_t>(bytes / kBgzfMaxInput, 4, 256));
+}
+
 absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int fd,
                                   const std::string& out_name, const EmitOptions& options) {
   ASSIGN_OR_RETURN(const std::string header_bytes, EncodeBamHeader(header));
   BgzfWriter::Options writer_options;
   writer_options.level = options.level;
   writer_options.threads = options.threads;
+  writer_options.queue_blocks = QueueBlocks(options);
   ASSIGN_OR_RETURN(std::unique_ptr<BgzfWriter> writer,
                    BgzfWriter::Create(fd, out_name, writer_options));
   RETURN_IF_ERROR(writer->Write(header_bytes));
@@ -115,6 +123,11 @@ absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int 
             "reading the temporary database failed: ", it->status().ToString()));
       }
     }
+  }
+  // The queue may hold many blocks (QueueBlocks) that Close() compresses
+  // first: a signal that came after the last record must not wait for them.
+  if (options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed)) {
+    return absl::CancelledError("interrupted while writing the output");
   }
   RETURN_IF_ERROR(writer->Close());
   stats.checksum = checksum.value();

@@ -33,6 +33,16 @@ struct EmitOptions {
   const std::atomic<bool>* cancelled = nullptr;
 };
 
+// Blocks the BGZF writer may queue for its compressors beyond two per
+// thread (BgzfWriter::Options::queue_blocks). This thread reads every run
+// with synchronous, readahead-sized reads; while one is pending (on a
+// rotating disk a seek plus readahead / ~180 MB/s: ~20 ms for 2 MiB) the
+// compressors live on the queue, and they use up ~60 MB/s each at the
+// default level. So the queue holds readahead x threads / 2 bytes of
+// records (2 MiB at -@ 2, ~17 ms of their work), at least 4 and at most 256
+// blocks of 64 KiB; each block costs 128 KiB (input and output buffers).
+size_t QueueBlocks(const EmitOptions& options);
+
 struct EmitStats {
   uint64_t records = 0;        // Records written.
   uint64_t record_bytes = 0;   // Their uncompressed BAM size.

@@ -497,6 +497,10 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   report->output_bytes = emitted.bytes_written;
   report->emit_seconds = Seconds(phase_start);
   RETURN_IF_ERROR(VerifyIntegrity(loaded, emitted, output->name()));
+  // A signal while the last blocks were compressed still means no output.
+  if (cancelled != nullptr && cancelled->load()) {
+    return absl::CancelledError("interrupted while writing the output");
+  }
   RETURN_IF_ERROR(output->Commit());
   return temp->Destroy();
 }

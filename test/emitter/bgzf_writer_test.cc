@@ -37,11 +37,11 @@ std::string HtslibDecompress(const std::string& path) {
 }
 
 std::string WriteWith(const std::string& path, int level, int threads,
-                      const std::vector<std::string>& records) {
+                      const std::vector<std::string>& records, size_t queue_blocks = 4) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   EXPECT_GE(fd, 0);
   absl::StatusOr<std::unique_ptr<BgzfWriter>> writer =
-      BgzfWriter::Create(fd, path, {level, threads});
+      BgzfWriter::Create(fd, path, {level, threads, queue_blocks});
   EXPECT_TRUE(writer.ok());
   std::string all;
   for (const std::string& r : records) {
@@ -60,9 +60,12 @@ TEST(BgzfWriter, OutputReadsBackWithHtslibAtEveryLevelAndThreadCount) {
   records.push_back(RandomBytes(200000, 7, 256));  // Larger than a block.
   for (int level : {-1, 0, 1, 6, 9}) {
     for (int threads : {1, 3}) {
-      const std::string path = dir.File("out.gz");
-      const std::string written = WriteWith(path, level, threads, records);
-      EXPECT_EQ(HtslibDecompress(path), written) << "level " << level << " threads " << threads;
+      for (size_t queue : {0, 4, 64}) {  // 0 means the minimum, 4.
+        const std::string path = dir.File("out.gz");
+        const std::string written = WriteWith(path, level, threads, records, queue);
+        EXPECT_EQ(HtslibDecompress(path), written)
+            << "level " << level << " threads " << threads << " queue " << queue;
+      }
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "emitter/bgzf_writer.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 #include "test_util.h"
@@ -62,6 +63,19 @@ class EmitterTest : public ::testing::Test {
   ScratchDir dir_;
   std::unique_ptr<rocksdb::DB> db_;
 };
+
+TEST(EmitterQueue, HoldsAboutOneReadaheadPerTwoThreads) {
+  EmitOptions options;
+  options.threads = 2;
+  options.readahead = 0;
+  EXPECT_EQ(QueueBlocks(options), 4u);
+  options.readahead = 1964 * 1024;  // hdd profile: one block per 64 KiB read.
+  EXPECT_EQ(QueueBlocks(options), 1964u * 1024 / kBgzfMaxInput);
+  options.threads = 8;
+  EXPECT_EQ(QueueBlocks(options), 4u * 1964 * 1024 / kBgzfMaxInput);
+  options.readahead = size_t{16} << 20;
+  EXPECT_EQ(QueueBlocks(options), 256u);  // 32 MiB of blocks at most.
+}
 
 TEST_F(EmitterTest, EmptyInputWritesValidBamWithEofBlock) {
   absl::StatusOr<EmitStats> stats = Emit("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:1000\n");
