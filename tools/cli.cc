@@ -277,7 +277,8 @@ std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, doubl
       "{\n"
       "  \"records\": %d,\n  \"uncompressed_bytes\": %d,\n  \"size_hint_bytes\": %d,\n"
       "  \"size_hint_source\": \"%s\",\n  \"output_bytes\": %d,\n"
-      "  \"disk_profile\": \"%s\",\n  \"disk_request_bytes\": %d,\n  \"lanes\": %d,\n  \"compaction_mode\": \"%s\",\n"
+      "  \"disk_profile\": \"%s\",\n  \"disk_request_bytes\": %d,\n"
+      "  \"lanes\": %d,\n  \"compaction_mode\": \"%s\",\n"
       "  \"adaptive_compaction_started\": %s,\n"
       "  \"runs_flushed\": %d,\n  \"flush_bytes\": %d,\n  \"compactions\": %d,\n"
       "  \"compaction_bytes\": %d,\n  \"write_amplification\": %.3f,\n"
@@ -295,9 +296,9 @@ std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, doubl
       r.adaptive_compaction_started ? "true" : "false", r.runs_flushed, r.flush_bytes,
       r.compactions, r.compaction_bytes, r.write_amplification(),
       absl::StrJoin(r.runs_after_load_per_lane, ", "), r.intermediate_merges,
-      r.intermediate_merge_bytes, r.runs_merged(), absl::StrJoin(r.runs_merged_per_lane, ", "), r.final_readahead,
-      r.peak_temp_bytes, r.load_seconds, r.merge_seconds,
-      r.emit_seconds, wall_seconds, cpu_seconds, static_cast<int64_t>(peak_rss_kib) * 1024);
+      r.intermediate_merge_bytes, r.runs_merged(), absl::StrJoin(r.runs_merged_per_lane, ", "),
+      r.final_readahead, r.peak_temp_bytes, r.load_seconds, r.merge_seconds, r.emit_seconds,
+      wall_seconds, cpu_seconds, static_cast<int64_t>(peak_rss_kib) * 1024);
 }
 
 int RocksortMain(int argc, char** argv) {

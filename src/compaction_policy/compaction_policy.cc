@@ -208,8 +208,8 @@ SortPlan MakePlan(const PolicyInput& input) {
   plan.merge_fan_in = std::clamp(static_cast<int>(std::ceil(std::sqrt(std::max(ratio, 1.0)))), 2,
                                  memory_fan_in);
   o.compaction_readahead_size =
-      ReadaheadPerInput(plan, compaction_budget, plan.merge_fan_in, blocks, plan.min_merge_readahead,
-                        plan.max_readahead);
+      ReadaheadPerInput(plan, compaction_budget, plan.merge_fan_in, blocks,
+                        plan.min_merge_readahead, plan.max_readahead);
   auto& universal = o.compaction_options_universal;
   universal.min_merge_width = plan.merge_fan_in;
   universal.max_merge_width = plan.merge_fan_in;

@@ -4,9 +4,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"

@@ -210,8 +210,9 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   input->missing_eof_marker_ = missing_eof_marker;
   if (regular_file) {
     const uint64_t chunk = std::max<uint64_t>(readahead_chunk, 4096);
+    const uint64_t window = std::max<uint64_t>(chunk, uint64_t{16} << 20);
     input->readahead_ = std::make_unique<SequentialReadahead>(
-        fd, static_cast<uint64_t>(input_stat.st_size), std::max<uint64_t>(chunk, uint64_t{16} << 20), chunk);
+        fd, static_cast<uint64_t>(input_stat.st_size), window, chunk);
   }
   return input;
 }

@@ -83,6 +83,16 @@ std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db,
   return runs;
 }
 
+// The number of sorted runs in each lane.
+std::vector<int> RunsPerLane(rocksdb::DB* db,
+                             const std::vector<rocksdb::ColumnFamilyHandle*>& lanes) {
+  std::vector<int> runs;
+  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
+    runs.push_back(static_cast<int>(SortedRuns(db, lane).size()));
+  }
+  return runs;
+}
+
 // Switches background compaction on or off in every lane.
 absl::Status SetAutoCompactions(rocksdb::DB* db,
                                 const std::vector<rocksdb::ColumnFamilyHandle*>& lanes,
@@ -211,6 +221,7 @@ class DbStatsListener : public rocksdb::EventListener {
     absl::MutexLock lock(&mu_);
     ++compactions_;
     compaction_bytes_ += bytes;
+    manual_bytes_ += bytes;
   }
   void Fill(SortReport* report) {
     absl::MutexLock lock(&mu_);
@@ -218,6 +229,7 @@ class DbStatsListener : public rocksdb::EventListener {
     report->flush_bytes = flush_bytes_;
     report->compactions = compactions_;
     report->compaction_bytes = compaction_bytes_;
+    report->intermediate_merge_bytes = manual_bytes_;
   }
 
  private:
@@ -226,6 +238,7 @@ class DbStatsListener : public rocksdb::EventListener {
   uint64_t flush_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int compactions_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t manual_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Part of compaction_bytes_.
 };
 
 // The write buffer manager (compaction_policy.cc) stalls the loader until a
@@ -366,15 +379,14 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   }
 
   // The input's own device decides how it is read ahead.
-  uint64_t input_chunk = compaction_policy::InputReadaheadChunk(0, 0);
-  if (options.input != "-") {
-    const compaction_policy::DiskDetection input_disk =
-        compaction_policy::DetectDiskKind(options.input);
-    input_chunk =
-        compaction_policy::InputReadaheadChunk(input_disk.request_bytes, input_disk.max_read_bytes);
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<loader::Input> input,
-                   loader::Input::Open(options.input, threads, input_chunk));
+  const compaction_policy::DiskDetection input_disk =
+      options.input == "-" ? compaction_policy::DiskDetection{}
+                           : compaction_policy::DetectDiskKind(options.input);
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<loader::Input> input,
+      loader::Input::Open(options.input, threads,
+                          compaction_policy::InputReadaheadChunk(input_disk.request_bytes,
+                                                                 input_disk.max_read_bytes)));
   report->input_missing_eof_marker = input->missing_eof_marker();
   ASSIGN_OR_RETURN(HeaderPtr out_header, MakeOutputHeader(input->header(), options));
   // Fail on an unwritable output before spending hours on the sort.
@@ -453,10 +465,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   }
   sample_temp();
   RETURN_IF_ERROR(QuiesceCompactions(db, lanes, cancelled));
-  report->runs_after_load_per_lane.clear();
-  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
-    report->runs_after_load_per_lane.push_back(static_cast<int>(SortedRuns(db, lane).size()));
-  }
+  report->runs_after_load_per_lane = RunsPerLane(db, lanes);
   // The memtables are gone: the merges down to K runs (one per lane at once)
   // may be wider than the background ones, with the readahead their share
   // of the post-load memory allows.
@@ -465,20 +474,14 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
       !s.ok()) {
     return FromRocks("can't set the readahead of the merges", s);
   }
-  std::atomic<uint64_t> merge_bytes{0};  // The lanes' threads add to it.
   ASSIGN_OR_RETURN(report->intermediate_merges,
                    MergeDownLanes(db, lanes, plan.max_final_runs_per_lane,
                                   plan.merge_down_fan_in, cancelled,
                                   [&](uint64_t bytes_written) {
                                     sample_temp();
                                     stats->AddManualCompaction(bytes_written);
-                                    merge_bytes.fetch_add(bytes_written);
                                   }));
-  report->intermediate_merge_bytes = merge_bytes.load();
-  report->runs_merged_per_lane.clear();
-  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
-    report->runs_merged_per_lane.push_back(static_cast<int>(SortedRuns(db, lane).size()));
-  }
+  report->runs_merged_per_lane = RunsPerLane(db, lanes);
   stats->Fill(report);
   report->final_readahead = compaction_policy::FinalReadahead(plan, report->runs_merged());
   report->merge_seconds = Seconds(phase_start);
