@@ -74,15 +74,16 @@ TEST(CompactionPolicy, WritesNeverStall) {
   }
 }
 
-TEST(CompactionPolicy, ManyExpectedRunsGiveTwoPassFanIn) {
-  // 64 MiB budget -> 16 MiB memtables; 16 GiB hint -> T = 1024 runs.
+TEST(CompactionPolicy, ManyExpectedRunsAreMergedInOneBackgroundRound) {
+  // 64 MiB budget, 16 GiB hint: T = 16 GiB / write_buffer_size runs.
   const SortPlan plan = MakePlan(Input(64 * kMiB, 1, 16384 * kMiB));
-  EXPECT_EQ(plan.expected_runs, 1024u);
+  const uint64_t run_bytes = plan.options.write_buffer_size;
+  EXPECT_EQ(plan.expected_runs, (16384 * kMiB + run_bytes - 1) / run_bytes);
   EXPECT_EQ(plan.compaction, CompactionMode::kPlanned);
   EXPECT_FALSE(plan.options.disable_auto_compactions);
   EXPECT_EQ(plan.options.compaction_style, rocksdb::kCompactionStyleUniversal);
   const auto& u = plan.options.compaction_options_universal;
-  // Two rounds of f-way merges reach the final fan-in: f^2 * K >= T, unless
+  // One round of f-way merges reaches the final fan-in: f * K >= T, unless
   // memory caps f.
   const int f = plan.merge_fan_in;
   EXPECT_EQ(u.min_merge_width, static_cast<unsigned>(f));
@@ -94,11 +95,32 @@ TEST(CompactionPolicy, ManyExpectedRunsGiveTwoPassFanIn) {
   const uint64_t per_input = plan.min_merge_readahead + 2 * table->block_size;
   const bool memory_capped = (f + 1) * per_input * plan.options.max_background_compactions >
                              std::max<uint64_t>(16 * kMiB, 64 * kMiB / 4);
-  EXPECT_TRUE(static_cast<uint64_t>(f) * f * plan.max_final_runs >= plan.expected_runs ||
+  EXPECT_TRUE(static_cast<uint64_t>(f) * plan.max_final_runs >= plan.expected_runs ||
               memory_capped);
-  EXPECT_GE(plan.options.level0_file_num_compaction_trigger, plan.max_final_runs_per_lane);
+  // Fresh runs are merged with fresh runs only, and the trigger leaves room
+  // for the merged runs of the round, so no second round starts while
+  // loading.
+  EXPECT_EQ(u.stop_style, rocksdb::kCompactionStopStyleSimilarSize);
+  const uint64_t merged_runs = (plan.expected_runs / plan.lanes + f - 1) / f;
+  EXPECT_GE(static_cast<uint64_t>(plan.options.level0_file_num_compaction_trigger),
+            std::max<uint64_t>(plan.max_final_runs_per_lane, merged_runs) + f);
   // A full merge of everything into one file must never trigger.
   EXPECT_GE(u.max_size_amplification_percent, 1u << 20);
+}
+
+TEST(CompactionPolicy, MemoryCappedFanInLeavesOneRoundAfterLoading) {
+  // -@ 2 -m 8M on hdd with a 7 GB hint (the benchmark): memory caps f, and
+  // the merged runs of one background round are few enough for one round of
+  // merges after loading to reach K.
+  PolicyInput in = Input(16 * kMiB, 2, 7000 * kMiB, DiskKind::kHdd);
+  in.request_bytes = 1016 * 1024;
+  const SortPlan plan = MakePlan(in);
+  ASSERT_EQ(plan.compaction, CompactionMode::kPlanned);
+  const uint64_t f = plan.merge_fan_in;
+  ASSERT_LT(f * plan.max_final_runs, plan.expected_runs);  // Capped.
+  const uint64_t merged_runs_per_lane = (plan.expected_runs / plan.lanes + f - 1) / f;
+  EXPECT_LE(merged_runs_per_lane,
+            static_cast<uint64_t>(plan.max_final_runs_per_lane) * plan.merge_down_fan_in);
 }
 
 TEST(CompactionPolicy, FinalReadaheadIsClampedToDiskProfile) {
