@@ -237,9 +237,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   // runs the round makes (about T / lanes / f per lane): below that count
   // RocksDB would pick f merged runs of similar size and start a second
   // round while loading, on runs that are no longer in the page cache.
+  // ratio x K is T, or the runs planned for when the size is unknown.
   const uint64_t lane_runs =
-      (plan.expected_runs == 0 ? static_cast<uint64_t>(ratio * plan.max_final_runs)
-                               : plan.expected_runs) / plan.lanes;
+      static_cast<uint64_t>(std::llround(ratio * plan.max_final_runs)) / plan.lanes;
   const int merged_runs = static_cast<int>(std::min<uint64_t>(
       (lane_runs + plan.merge_fan_in - 1) / plan.merge_fan_in, 1 << 20));
   o.level0_file_num_compaction_trigger =
