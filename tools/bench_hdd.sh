@@ -19,6 +19,7 @@ readonly MIB=1048576
 readonly RA_KB=128           # stock read_ahead_kb used while a run is throttled
 readonly MEM_SLACK_MIB=384   # default memory limit = sort budget + this
 readonly LOCK=/run/lock/rocksort-bench-hdd.lock
+readonly CLK_TCK=$(getconf CLK_TCK)  # units of /proc/PID/stat times
 
 # shellcheck source-path=SCRIPTDIR source=bench_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
@@ -66,9 +67,11 @@ Runs:
                      first command's; exit status 1 if one differs
   --workdir DIR      work directory; must be on the block device to emulate
                      [\${TMPDIR:-/tmp}/rocksort-bench]
-  --keep             keep the last run's outputs as DIR/out.NAME.bam and what
+  --keep             keep the last run's outputs as DIR/out.NAME.bam, what
                      each command printed as DIR/log.NAME.txt (pass -v to
-                     rocksort after -- for its statistics)
+                     rocksort after -- for its statistics) and its timeline
+                     as DIR/timeline.NAME.tsv: per ~1 s interval, read
+                     requests/s, MiB/s read and cores busy (user + sys)
   -h, --help         print this help and exit
 
 The generated input (DIR/input-SIZE-sSEED.bam, shared with tools/bench.sh) is
@@ -370,7 +373,20 @@ make_cgroups() {
 
 # Value of the "MAJ:MIN Read N" line of a blkio.throttle stats file (0 if none).
 blkio_reads() {
-  awk -v d="$disk_dev" '$1 == d && $2 == "Read" { n = $3 } END { print n + 0 }' "$1"
+  # The field as it is: "print n + 0" printed bytes above 2^31 as 2.1e+09.
+  awk -v d="$disk_dev" '$1 == d && $2 == "Read" { n = $3 } END { print (n == "" ? 0 : n) }' "$1"
+}
+
+# CPU time (user + sys, clock ticks) of the processes now in cgroup file $1.
+cgroup_cpu_ticks() {
+  local pid stat ticks=0 f
+  for pid in $(<"$1"); do
+    # Fields after the ")" that closes the command name: utime is the 12th.
+    { stat=$(<"/proc/$pid/stat"); } 2>/dev/null || continue  # exited meanwhile
+    read -r -a f <<<"${stat##*) }"
+    ticks=$((ticks + f[11] + f[12]))
+  done
+  echo "$ticks"
 }
 
 # Runs command $1 (run $2) in fresh cgroups and appends
@@ -399,20 +415,37 @@ measured_run() {
     exec /usr/bin/time -f '%e %U %S %M' -o "$timefile" "${cmd[@]}" >"$log" 2>&1
   ) &
   child=$!
-  # Samples the read-request counter about once a second for the peak rate
-  # (a throttled run should not exceed --iops for long).
+  # Samples the read counters and the CPU time about once a second: the
+  # peak request rate (a throttled run should not exceed --iops for long)
+  # and the timeline, which shows which phase waits for the disk (requests
+  # at --iops, cores idle) and which for the CPU.
   local serviced="$cg_blkio/blkio.throttle.io_serviced" peak_rps=0
-  local t0 t1 n0 n1 rate
-  t0=$EPOCHREALTIME
+  local service_bytes="$cg_blkio/blkio.throttle.io_service_bytes"
+  local timeline="$scratch/timeline.$name.$run" start t0 t1 n0 n1 b0 b1 c0 c1 rate
+  printf 'seconds\treads_per_s\tread_MiB_per_s\tcores_busy\n' >"$timeline"
+  start=$EPOCHREALTIME
+  t0=$start
   n0=$(blkio_reads "$serviced")
+  b0=$(blkio_reads "$service_bytes")
+  c0=$(cgroup_cpu_ticks "$cg_memory/cgroup.procs")
   while kill -0 "$child" 2>/dev/null; do
     sleep 1
     t1=$EPOCHREALTIME
     n1=$(blkio_reads "$serviced")
+    b1=$(blkio_reads "$service_bytes")
+    c1=$(cgroup_cpu_ticks "$cg_memory/cgroup.procs")
     rate=$(awk -v n="$((n1 - n0))" -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", (b > a ? n / (b - a) : 0) }')
     ((rate > peak_rps)) && peak_rps=$rate
+    # The CPU of processes that exited within the interval is lost: only
+    # the last interval of a run, as the sort is one process.
+    awk -v s="$start" -v a="$t0" -v b="$t1" -v n="$((n1 - n0))" -v m="$((b1 - b0))" \
+      -v c="$((c1 > c0 ? c1 - c0 : 0))" -v hz="$CLK_TCK" \
+      'BEGIN { d = b - a; if (d > 0) printf "%.1f\t%.0f\t%.1f\t%.2f\n", b - s, n / d,
+               m / d / 1048576, c / hz / d }' >>"$timeline"
     t0=$t1
     n0=$n1
+    b0=$b1
+    c0=$c1
   done
   wait "$child" || status=$?
   child=""
@@ -547,7 +580,8 @@ if ((keep)); then
   for name in "${names[@]}"; do
     mv -f -- "$scratch/out.$name.bam" "$workdir/out.$name.bam"
     mv -f -- "$scratch/log.$name.$runs" "$workdir/log.$name.txt"
-    echo "  $workdir/out.$name.bam, $workdir/log.$name.txt"
+    mv -f -- "$scratch/timeline.$name.$runs" "$workdir/timeline.$name.tsv"
+    echo "  $workdir/out.$name.bam, $workdir/log.$name.txt, $workdir/timeline.$name.tsv"
   done
 fi
 

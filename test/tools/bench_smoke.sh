@@ -38,8 +38,15 @@ case $harness in
     if [[ -e $lock ]] && ! flock -n "$lock" true; then
       skip "another bench_hdd.sh is running"
     fi
-    "$repo/tools/bench_hdd.sh" "${args[@]}" --only all >"$work/out.txt" 2>&1 || {
+    "$repo/tools/bench_hdd.sh" "${args[@]}" --only all --keep >"$work/out.txt" 2>&1 || {
       cat "$work/out.txt"; exit 1; }
+    # The kept timeline: its header, then rows of four numbers (a run this
+    # short may end before the first one-second sample).
+    timeline="$work/timeline.rocksort.tsv"
+    [[ $(head -n 1 -- "$timeline") == $'seconds\treads_per_s\tread_MiB_per_s\tcores_busy' ]] ||
+      { echo "bench_smoke: no timeline header in $timeline" >&2; exit 1; }
+    awk -F '\t' 'NR > 1 && (NF != 4 || $4 !~ /^[0-9.]+$/) { bad = 1 } END { exit bad }' \
+      "$timeline" || { echo "bench_smoke: malformed timeline row in $timeline" >&2; exit 1; }
     ;;
   *)
     echo "bench_smoke: unknown harness '$harness'" >&2
