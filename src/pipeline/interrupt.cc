@@ -100,6 +100,23 @@ void InterruptGuard::Unregister(const std::string& path) {
   state_->paths.erase(path);
 }
 
+absl::Status InterruptGuard::Publish(const std::string& path,
+                                     absl::FunctionRef<absl::Status()> publish) {
+  absl::MutexLock lock(&state_->mu);
+  // Under mu: ForceCleanupAndExit also holds it until _exit, so a forced
+  // exit either happens before this check (and the output stays partial)
+  // or after the guard is disarmed below (and does nothing).
+  if (state_->signal.load() != 0) {
+    return absl::CancelledError("interrupted before the output was committed");
+  }
+  absl::Status status = publish();
+  if (status.ok()) {
+    state_->paths.erase(path);
+    state_->disarmed = true;
+  }
+  return status;
+}
+
 void InterruptGuard::Disarm() {
   absl::MutexLock lock(&state_->mu);
   state_->disarmed = true;

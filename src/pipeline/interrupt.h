@@ -24,6 +24,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 
 namespace rocksort::pipeline {
@@ -34,6 +36,16 @@ class CleanupRegistry {
   // Remove `path` (file or directory tree) if the process is interrupted.
   virtual void Register(const std::string& path) = 0;
   virtual void Unregister(const std::string& path) = 0;
+  // The commit point of a run: calls `publish` (which makes the output
+  // registered as `path` visible, e.g. by renaming it) unless the process
+  // was interrupted, and after it succeeds unregisters `path`. Cancelled,
+  // without calling `publish`, when a signal came first.
+  virtual absl::Status Publish(const std::string& path,
+                               absl::FunctionRef<absl::Status()> publish) {
+    absl::Status status = publish();
+    if (status.ok()) Unregister(path);
+    return status;
+  }
 };
 
 class InterruptGuard : public CleanupRegistry {
@@ -50,6 +62,11 @@ class InterruptGuard : public CleanupRegistry {
 
   void Register(const std::string& path) override;
   void Unregister(const std::string& path) override;
+  // Atomic with the forced cleanup: either a signal came first (Cancelled,
+  // nothing published) or `publish` runs and the guard disarms, so a run
+  // whose output became visible never exits with a signal's status.
+  absl::Status Publish(const std::string& path,
+                       absl::FunctionRef<absl::Status()> publish) override;
 
   // Tells the guard the pipeline has finished its own cleanup: no forced
   // cleanup will run after this.

@@ -309,7 +309,9 @@ std::string TempDirPrefix(const SortOptions& options) {
   }
   // Beside the output, unless it is stdout or a device/FIFO written in place
   // (/dev/null): its directory is no place for temporary data.
-  if (!OutputFile::WritesInPlace(options.output)) return options.output + ".rocksort.";
+  if (!OutputFile::WritesInPlace(options.output)) {
+    return OutputFile::TargetPath(options.output) + ".rocksort.";
+  }
   const char* tmpdir = std::getenv("TMPDIR");
   const std::string dir = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : ".";
   return dir + "/rocksort.";
@@ -504,8 +506,12 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   if (cancelled != nullptr && cancelled->load()) {
     return absl::CancelledError("interrupted while writing the output");
   }
-  RETURN_IF_ERROR(output->Commit());
-  return temp->Destroy();
+  // Everything that can fail comes before the commit point (the rename), so
+  // a run that fails, or is interrupted, leaves no output, and one whose
+  // output appeared has succeeded.
+  RETURN_IF_ERROR(output->Finish());
+  RETURN_IF_ERROR(temp->Destroy());
+  return output->Commit();
 }
 
 }  // namespace rocksort::pipeline

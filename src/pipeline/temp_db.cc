@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -88,7 +89,7 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
                                                                CleanupRegistry* registry) {
   if (path == "-") {
     return std::unique_ptr<OutputFile>(
-        new OutputFile("stdout", "", STDOUT_FILENO, true, registry));
+        new OutputFile("stdout", "", "", STDOUT_FILENO, true, registry));
   }
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -101,9 +102,10 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
       return absl::PermissionDeniedError(
           absl::StrFormat("can't open \"%s\" for writing: %s", path, ErrnoText()));
     }
-    return std::unique_ptr<OutputFile>(new OutputFile(path, "", fd, true, registry));
+    return std::unique_ptr<OutputFile>(new OutputFile(path, path, "", fd, true, registry));
   }
-  std::string templ = path + ".partial.XXXXXX";
+  const std::string target = TargetPath(path);
+  std::string templ = target + ".partial.XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
   const int fd = mkstemp(buf.data());
@@ -116,18 +118,36 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
   const mode_t mask = ::umask(0);
   ::umask(mask);
   (void)::fchmod(fd, 0666 & ~mask);
-  return std::unique_ptr<OutputFile>(new OutputFile(path, buf.data(), fd, false, registry));
+  return std::unique_ptr<OutputFile>(
+      new OutputFile(path, target, buf.data(), fd, false, registry));
+}
+
+std::string OutputFile::TargetPath(const std::string& path) {
+  struct stat st;
+  if (path == "-" || ::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  // A symlink: write beside, and rename onto, the file it names, so the
+  // link survives (and /dev/stdout redirected to a file becomes that file
+  // rather than a file in /dev).
+  std::unique_ptr<char, decltype(&std::free)> resolved(::realpath(path.c_str(), nullptr),
+                                                       &std::free);
+  return resolved != nullptr ? std::string(resolved.get()) : path;
 }
 
 bool OutputFile::WritesInPlace(const std::string& path) {
   if (path == "-") return true;
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+  if (::stat(path.c_str(), &st) != 0) return false;  // A new file.
+  if (S_ISDIR(st.st_mode)) return false;             // Create refuses it.
+  if (!S_ISREG(st.st_mode)) return true;             // A device or a FIFO.
+  // A regular file behind a link that names no path (/proc/self/fd/N of a
+  // deleted file): there is nothing to rename onto.
+  struct stat link;
+  return ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && TargetPath(path) == path;
 }
 
 OutputFile::~OutputFile() {
   if (is_stream_) {
-    if (fd_ != STDOUT_FILENO) ::close(fd_);
+    if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
     return;
   }
   if (committed_) return;
@@ -136,9 +156,22 @@ OutputFile::~OutputFile() {
   if (registry_ != nullptr) registry_->Unregister(partial_);
 }
 
-absl::Status OutputFile::Commit() {
+absl::Status OutputFile::Finish() {
   if (is_stream_) {
-    committed_ = true;
+    // stdout redirected to a file, or a file opened in place: errors that
+    // only show at writeback (a full quota, NFS) must not pass silently.
+    // Pipes, terminals and /dev/null have nothing to flush.
+    struct stat st;
+    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && ::fsync(fd_) != 0 && errno != EINVAL) {
+      return absl::UnavailableError(absl::StrFormat("%s: fsync failed: %s", name_, ErrnoText()));
+    }
+    if (fd_ != STDOUT_FILENO) {
+      const int fd = fd_;
+      fd_ = -1;
+      if (::close(fd) != 0) {
+        return absl::UnavailableError(absl::StrFormat("%s: close failed: %s", name_, ErrnoText()));
+      }
+    }
     return absl::OkStatus();
   }
   if (::fsync(fd_) != 0) {
@@ -149,13 +182,21 @@ absl::Status OutputFile::Commit() {
   if (::close(fd) != 0) {
     return absl::UnavailableError(absl::StrFormat("%s: close failed: %s", name_, ErrnoText()));
   }
-  if (::rename(partial_.c_str(), name_.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrFormat("can't rename \"%s\" to \"%s\": %s",
-                                                  partial_, name_, ErrnoText()));
-  }
-  committed_ = true;
-  if (registry_ != nullptr) registry_->Unregister(partial_);
   return absl::OkStatus();
+}
+
+absl::Status OutputFile::Commit() {
+  auto publish = [this]() -> absl::Status {
+    if (!is_stream_ && ::rename(partial_.c_str(), target_.c_str()) != 0) {
+      return absl::UnavailableError(absl::StrFormat("can't rename \"%s\" to \"%s\": %s",
+                                                    partial_, target_, ErrnoText()));
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status =
+      registry_ != nullptr ? registry_->Publish(partial_, publish) : publish();
+  if (status.ok()) committed_ = true;
+  return status;
 }
 
 }  // namespace rocksort::pipeline

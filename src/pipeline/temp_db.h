@@ -79,6 +79,9 @@ class OutputFile {
   // Whether Create writes `path` in place: "-" or an existing path that is
   // neither a regular file nor a directory.
   static bool WritesInPlace(const std::string& path);
+  // The file a new output replaces: `path`, or for a symlink the file it
+  // resolves to (the link itself is kept).
+  static std::string TargetPath(const std::string& path);
   ~OutputFile();  // Removes the partial file unless committed.
 
   OutputFile(const OutputFile&) = delete;
@@ -90,19 +93,25 @@ class OutputFile {
   // stdout or a device/FIFO: written in place, nothing to rename or remove.
   bool is_stream() const { return is_stream_; }
 
-  // Makes the output durable (fsync) and visible under its final name.
-  // REQUIRES: everything was written and verified. Errors name the file.
+  // Makes what was written durable: fsync (also of stdout when it is a
+  // regular file) and close, checking both. REQUIRES: everything was written
+  // and verified. Errors name the file.
+  absl::Status Finish();
+  // The commit point: renames the partial file to its final name through
+  // the registry's Publish (refused once a signal has come). Nothing that
+  // can fail should follow it. REQUIRES: Finish() succeeded.
   absl::Status Commit();
 
  private:
-  OutputFile(std::string name, std::string partial, int fd, bool is_stream,
+  OutputFile(std::string name, std::string target, std::string partial, int fd, bool is_stream,
              CleanupRegistry* registry)
-      : name_(std::move(name)), partial_(std::move(partial)), fd_(fd),
-        is_stream_(is_stream), registry_(registry) {}
+      : name_(std::move(name)), target_(std::move(target)), partial_(std::move(partial)),
+        fd_(fd), is_stream_(is_stream), registry_(registry) {}
 
   const std::string name_;
+  const std::string target_;   // What the partial file is renamed to.
   const std::string partial_;  // Empty for a stream.
-  int fd_;                     // Owned unless it is STDOUT_FILENO.
+  int fd_;                     // Owned unless it is STDOUT_FILENO; -1 after Finish.
   const bool is_stream_;
   CleanupRegistry* const registry_;
   bool committed_ = false;

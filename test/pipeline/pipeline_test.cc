@@ -1,17 +1,20 @@
 #include "pipeline/pipeline.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "common/record_checksum.h"
+#include "pipeline/interrupt.h"
 #include "pipeline/temp_db.h"
 #include "test_util.h"
 
@@ -199,8 +202,108 @@ TEST(OutputFileTest, UncommittedOutputIsRemoved) {
   EXPECT_TRUE(dir.List().empty());
   absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(dir.File("o.bam"), nullptr);
   ASSERT_TRUE(out.ok());
+  ASSERT_TRUE((*out)->Finish().ok());
   ASSERT_TRUE((*out)->Commit().ok());
   EXPECT_EQ(dir.List(), std::vector<std::string>{"o.bam"});
+}
+
+// An output that is a symlink keeps the link: the new file replaces the
+// link's target (as writing through it would), and the partial file goes
+// beside the target, not beside the link.
+TEST(OutputFileTest, SymlinkKeepsTheLinkAndReplacesItsTarget) {
+  ScratchDir dir;
+  ASSERT_EQ(::mkdir(dir.File("real").c_str(), 0700), 0);
+  const std::string target = dir.File("real/x.bam");
+  testing::WriteFileOrDie(target, "old");
+  const std::string link = dir.File("link.bam");
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(link, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE((*out)->is_stream());
+  EXPECT_EQ((*out)->name(), link);  // Messages name what the user gave.
+  EXPECT_EQ(dir.List().size(), 2u);  // real/ and link.bam: the partial is in real/.
+  ASSERT_EQ(::write((*out)->fd(), "new", 3), 3);
+  ASSERT_TRUE((*out)->Finish().ok());
+  ASSERT_TRUE((*out)->Commit().ok());
+  struct stat st;
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(testing::ReadFileOrDie(target), "new");
+  std::vector<std::string> in_real;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.File("real"))) {
+    in_real.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(in_real, std::vector<std::string>{"x.bam"});
+}
+
+// A registry that refuses to publish, as InterruptGuard does after a signal.
+class RefusingRegistry : public CleanupRegistry {
+ public:
+  void Register(const std::string& path) override { paths.push_back(path); }
+  void Unregister(const std::string&) override {}
+  absl::Status Publish(const std::string&, absl::FunctionRef<absl::Status()>) override {
+    return absl::CancelledError("interrupted before the output was committed");
+  }
+  std::vector<std::string> paths;
+};
+
+TEST(OutputFileTest, RefusedPublishLeavesNoOutput) {
+  ScratchDir dir;
+  RefusingRegistry registry;
+  {
+    absl::StatusOr<std::unique_ptr<OutputFile>> out =
+        OutputFile::Create(dir.File("o.bam"), &registry);
+    ASSERT_TRUE(out.ok());
+    ASSERT_EQ(registry.paths.size(), 1u);
+    ASSERT_TRUE((*out)->Finish().ok());
+    EXPECT_EQ((*out)->Commit().code(), absl::StatusCode::kCancelled);
+  }
+  EXPECT_TRUE(dir.List().empty());
+}
+
+// The commit point and the guard's forced exit exclude each other. Run in a
+// child process (a death test forks one): the guard must be created before
+// any other thread, so that every thread blocks the signals.
+TEST(InterruptGuardDeathTest, NoPublishAfterASignal) {
+  EXPECT_EXIT(
+      {
+        InterruptGuard guard(absl::Seconds(30));
+        ::kill(::getpid(), SIGINT);
+        while (!guard.cancelled().load()) ::usleep(1000);
+        bool published = false;
+        const absl::Status s = guard.Publish("p", [&] {
+          published = true;
+          return absl::OkStatus();
+        });
+        std::_Exit(!published && s.code() == absl::StatusCode::kCancelled ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(InterruptGuardDeathTest, PublishedRunIsNotForcedToExitByALateSignal) {
+  EXPECT_EXIT(
+      {
+        InterruptGuard guard(absl::Milliseconds(50));
+        const absl::Status s = guard.Publish("p", [] { return absl::OkStatus(); });
+        // A signal after the commit point: the grace period passes without
+        // a forced _exit(130), because there is nothing left to undo.
+        ::kill(::getpid(), SIGTERM);
+        while (!guard.cancelled().load()) ::usleep(1000);
+        ::usleep(500 * 1000);
+        std::_Exit(s.ok() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(InterruptGuardDeathTest, UnpublishedRunIsForcedToExitAfterTheGracePeriod) {
+  EXPECT_EXIT(
+      {
+        InterruptGuard guard(absl::Milliseconds(50));
+        ::kill(::getpid(), SIGTERM);
+        ::usleep(5 * 1000 * 1000);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(128 + SIGTERM), "terminated by signal");
 }
 
 // A device or FIFO is written in place: renaming a finished file over
@@ -214,6 +317,7 @@ TEST(OutputFileTest, DeviceIsWrittenInPlace) {
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_TRUE((*out)->is_stream());
     ASSERT_EQ(::write((*out)->fd(), "x", 1), 1);
+    ASSERT_TRUE((*out)->Finish().ok());
     ASSERT_TRUE((*out)->Commit().ok());
   }
   struct stat after;
@@ -233,6 +337,7 @@ TEST(OutputFileTest, FifoIsWrittenInPlace) {
     absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(fifo, nullptr);
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_EQ(::write((*out)->fd(), "xy", 2), 2);
+    ASSERT_TRUE((*out)->Finish().ok());
     ASSERT_TRUE((*out)->Commit().ok());
   }
   char buf[4];
