@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -30,7 +31,7 @@ namespace {
 
 constexpr uint64_t kMinMemoryPerThread = uint64_t{1} << 20;  // As samtools.
 
-enum LongOnly { kNoPg = 256, kVersion, kDisk, kNoCompaction, kStatsJson };
+enum LongOnly { kNoPg = 256, kVersion, kDisk, kNoCompaction, kStatsJson, kReference };
 
 std::string HumanSize(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"", "K", "M", "G", "T"};
@@ -135,12 +136,14 @@ std::string Usage() {
       "\n"
       "Input/output:\n"
       "  -o FILE       write the sorted BAM to FILE [stdout]\n"
+      "  -O bam        output format; accepted for samtools compatibility: BAM only\n"
+      "  --reference FILE  reference FASTA for CRAM input (and for SAM without @SQ)\n"
       "  -l INT        output compression level 0..9 [%s]\n"
       "  -u            uncompressed BAM output (same as -l 0)\n"
       "  --no-PG       do not add a @PG line to the header\n"
       "\n"
       "Resources:\n"
-      "  -@ INT        threads for decoding, sorting and compression [%d]\n"
+      "  -@, --threads INT  threads for decoding, sorting and compression [%d]\n"
       "  -m SIZE       memory per thread; K/M/G suffixes are powers of 1024 [%s]\n"
       "  -T PREFIX     temporary database at PREFIX.rocksort.XXXXXX, or inside\n"
       "                PREFIX if it is a directory [beside the output; $TMPDIR or .\n"
@@ -171,6 +174,9 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       {"no-compaction", no_argument, nullptr, kNoCompaction},
       {"stats-json", required_argument, nullptr, kStatsJson},
       {"verbose", no_argument, nullptr, 'v'},
+      {"threads", required_argument, nullptr, '@'},
+      {"output-fmt", required_argument, nullptr, 'O'},
+      {"reference", required_argument, nullptr, kReference},
       {nullptr, 0, nullptr, 0}};
   Command command;
   pipeline::SortOptions& o = command.sort;
@@ -183,12 +189,24 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   optind = 0;  // Full reset of getopt, so tests can parse repeatedly.
   opterr = 0;
   for (;;) {
-    const int c = getopt_long(argc, argv, ":o:l:u@:m:T:s:vh", kLongOptions, nullptr);
+    const int c = getopt_long(argc, argv, ":o:O:l:u@:m:T:s:vh", kLongOptions, nullptr);
     if (c == -1) break;
     switch (c) {
       case 'o':
         o.output = optarg;
         output_given = true;
+        break;
+      case 'O':
+        // samtools' spelling, accepted so that its command lines work; the
+        // output is always BAM.
+        if (!absl::EqualsIgnoreCase(optarg, "bam")) {
+          return absl::InvalidArgumentError(
+              absl::StrFormat("-O %s: rocksort writes BAM only", optarg));
+        }
+        break;
+      case kReference:
+        if (*optarg == '\0') return absl::InvalidArgumentError("--reference needs a file name");
+        o.reference = optarg;
         break;
       case 'l': {
         absl::StatusOr<int> level = ParseInt("-l", optarg, 0, 9);
@@ -265,6 +283,12 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
     }
   }
   if (uncompressed) o.level = 0;
+  // The budget, threads x -m, must stay a size (ParseSize caps one at 2^62).
+  if (o.memory_per_thread > (uint64_t{1} << 62) / static_cast<uint64_t>(o.threads)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("-m %s x %d threads is too large a memory budget",
+                        HumanSize(o.memory_per_thread), o.threads));
+  }
 
   const std::vector<std::string> positional(argv + optind, argv + argc);
   const size_t max_positional = output_given ? 1 : 2;

@@ -107,7 +107,8 @@ absl::Status FromRocks(const Input& input, const rocksdb::Status& s) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int threads,
-                                                   uint64_t readahead_chunk) {
+                                                   uint64_t readahead_chunk,
+                                                   const std::string& reference) {
   const bool is_stdin = path == "-";
   const std::string name = is_stdin ? "stdin" : path;
   struct stat input_stat;
@@ -174,6 +175,18 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
         "%s: %s, not an alignment file (SAM, BAM or CRAM)", name,
         format == fastq_format ? "FASTQ" : format == fasta_format ? "FASTA" : "unknown format"));
   }
+  if (!reference.empty() && ::access(reference.c_str(), R_OK) != 0) {
+    const int err = errno;
+    hts_close(file);
+    return absl::NotFoundError(
+        absl::StrFormat("can't open the reference \"%s\": %s", reference, std::strerror(err)));
+  }
+  if (!reference.empty() && hts_set_fai_filename(file, reference.c_str()) != 0) {
+    hts_close(file);
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: can't use the reference \"%s\" (missing, unreadable or not FASTA)", name,
+        reference));
+  }
   sam_hdr_t* header = sam_hdr_read(file);
   if (header == nullptr) {
     hts_close(file);
@@ -186,16 +199,19 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   // the exact record, which a pipe cannot do.
   // Checked before threads start: htslib's threaded reader deadlocks in
   // bgzf_check_EOF once its reader thread has stopped on a corrupt block.
-  const bool missing_eof_marker = regular_file && file->is_bgzf &&
-                                  file->fp.bgzf->is_compressed &&
-                                  bgzf_check_EOF(file->fp.bgzf) == 0;
+  // BGZF only: plain gzip (SAM.gz from gzip) has no EOF block, and htslib
+  // decompresses it in one thread whatever bgzf_mt is asked.
+  const bool bgzf_blocks =
+      file->is_bgzf && file->fp.bgzf->is_compressed && !file->fp.bgzf->is_gzip;
+  const bool missing_eof_marker =
+      regular_file && bgzf_blocks && bgzf_check_EOF(file->fp.bgzf) == 0;
   bool threaded = false;
   if (threads > 1 && regular_file) {
     int r = 0;
     if (format == cram) {
       r = hts_set_threads(file, threads);
       threaded = true;
-    } else if (file->is_bgzf && file->fp.bgzf->is_compressed) {
+    } else if (bgzf_blocks) {
       r = bgzf_mt(file->fp.bgzf, threads, 256);
       threaded = true;
     }

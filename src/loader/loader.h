@@ -38,10 +38,13 @@ class Input {
   // exist, InvalidArgument when it is not an alignment format htslib knows,
   // DataLoss when the header is truncated or corrupt. A regular file is
   // read ahead (SequentialReadahead) in requests of `readahead_chunk` bytes;
-  // the pipeline passes whole requests of the input's device.
+  // the pipeline passes whole requests of the input's device. A non-empty
+  // `reference` (FASTA, indexed or not) decodes CRAM, or supplies the @SQ
+  // lines of SAM text without them; InvalidArgument when htslib can't use it.
   static absl::StatusOr<std::unique_ptr<Input>> Open(const std::string& path, int threads,
                                                      uint64_t readahead_chunk = uint64_t{2}
-                                                                                << 20);
+                                                                                << 20,
+                                                     const std::string& reference = "");
 
   Input(const Input&) = delete;
   Input& operator=(const Input&) = delete;

@@ -388,9 +388,17 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
       std::unique_ptr<loader::Input> input,
       loader::Input::Open(options.input, threads,
                           compaction_policy::InputReadaheadChunk(input_disk.request_bytes,
-                                                                 input_disk.max_read_bytes)));
+                                                                 input_disk.max_read_bytes),
+                          options.reference));
   report->input_missing_eof_marker = input->missing_eof_marker();
   ASSIGN_OR_RETURN(HeaderPtr out_header, MakeOutputHeader(input->header(), options));
+  // A header BAM cannot hold (a reference longer than 2^31 - 1, from SAM
+  // text) fails now, not after the sort.
+  if (absl::StatusOr<std::string> encoded = emitter::EncodeBamHeader(*out_header);
+      !encoded.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s", input->name(), encoded.status().message()));
+  }
   // Fail on an unwritable output before spending hours on the sort.
   ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> output,
                    OutputFile::Create(options.output, registry));

@@ -34,6 +34,10 @@ enum class Phase { kLoad, kMerge, kEmit };
 struct SortOptions {
   std::string input = "-";   // Path, or "-" for stdin.
   std::string output = "-";  // Path, or "-" for stdout.
+  // --reference: FASTA for decoding CRAM input (and @SQ lines for SAM text
+  // that has none), as samtools' --reference. Empty: htslib's own lookup
+  // (the header's UR, REF_PATH, REF_CACHE).
+  std::string reference;
   // -@: threads for decoding, compression and RocksDB background work;
   // values below 1 mean 1 (samtools counts "additional" threads the same way).
   int threads = 1;

@@ -2,13 +2,20 @@
 // inputs. "Identical" means the same header apart from @PG and the same
 // records in the same order, and also the same decompressed record bytes.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "test_util.h"
 
@@ -247,6 +254,109 @@ TEST_F(EndToEndTest, ClosedStdoutFailsCleanly) {
   EXPECT_EQ(status.exit_code, 1) << status.stderr_text;
   EXPECT_NE(status.stderr_text.find("stdout"), std::string::npos) << status.stderr_text;
   EXPECT_EQ(dir_.List(), std::vector<std::string>{"in.bam"});
+}
+
+// samtools' long spellings work the same here: --threads, -O bam.
+TEST_F(EndToEndTest, SamtoolsOptionSpellingsMatchSamtools) {
+  const std::string in = Generate("in.bam", "-n 5000 --seed 13");
+  ExpectSameAsSamtools(in, absl::StrCat("--threads 2 -O bam -o ", dir_.File("out.bam"), " ", in));
+}
+
+// `-o /dev/stdout` with stdout redirected to a file: the output becomes that
+// file, and nothing (partial output, temporary DB) is created in /dev, nor is
+// the /dev/stdout link replaced.
+TEST_F(EndToEndTest, DevStdoutRedirectedToAFileMatchesSamtools) {
+  struct stat st;
+  if (::lstat("/dev/stdout", &st) != 0 || !S_ISLNK(st.st_mode)) {
+    GTEST_SKIP() << "/dev/stdout is not a symlink here";
+  }
+  const std::string in = Generate("in.bam", "-n 5000 --seed 14");
+  ExpectSameAsSamtools(in, absl::StrCat("-o /dev/stdout ", in, " > ", dir_.File("out.bam")));
+  ASSERT_EQ(::lstat("/dev/stdout", &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  for (const auto& entry : std::filesystem::directory_iterator("/dev")) {
+    EXPECT_FALSE(absl::StartsWith(entry.path().filename().string(), "stdout."))
+        << "left in /dev: " << entry.path();
+  }
+}
+
+// SAM compressed with plain gzip (not BGZF) has no BGZF end-of-file marker
+// and must not be reported as possibly truncated.
+TEST_F(EndToEndTest, PlainGzipSamMatchesSamtoolsWithoutATruncationWarning) {
+  const std::string sam = Generate("in.sam", "-n 5000 --seed 15");
+  ASSERT_EQ(RunCommand("gzip " + sam).exit_code, 0);
+  const std::string in = sam + ".gz";
+  ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -o ", dir_.File("out.bam"), " ", in));
+  const CommandResult r = RunCommand(
+      absl::StrCat(testing::RocksortBinary(), " -o ", dir_.File("out2.bam"), " ", in));
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text, "");
+}
+
+// CRAM input decoded with --reference, like `samtools sort --reference`. The
+// reference is renamed after writing the CRAM and htslib's own lookups are
+// pointed at nothing, so only --reference can decode it.
+TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
+  const std::string sam = Generate("in.sam", "-n 3000 --seed 16 --refs 3 --genome-length 30K");
+  // A FASTA with the @SQ names and lengths, 60 bases per line.
+  std::string fasta;
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  const std::string sam_text = testing::ReadFileOrDie(sam);
+  for (absl::string_view line : absl::StrSplit(sam_text, '\n')) {
+    if (!absl::StartsWith(line, "@SQ")) continue;
+    std::string name;
+    int64_t length = 0;
+    for (absl::string_view field : absl::StrSplit(line, '\t')) {
+      if (absl::ConsumePrefix(&field, "SN:")) name = std::string(field);
+      if (absl::ConsumePrefix(&field, "LN:")) {
+        ASSERT_TRUE(absl::SimpleAtoi(field, &length));
+      }
+    }
+    absl::StrAppend(&fasta, ">", name, "\n");
+    for (int64_t i = 0; i < length; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      fasta.push_back("ACGT"[x % 4]);
+      if (i % 60 == 59 || i == length - 1) fasta.push_back('\n');
+    }
+  }
+  const std::string written_with = dir_.File("ref_at_write.fa");
+  testing::WriteFileOrDie(written_with, fasta);
+  const std::string cram = dir_.File("in.cram");
+  ASSERT_EQ(RunCommand(absl::StrCat("samtools view -C -T ", written_with, " -o ", cram, " ", sam))
+                .exit_code,
+            0);
+  const std::string ref = dir_.File("ref.fa");
+  ASSERT_EQ(::rename(written_with.c_str(), ref.c_str()), 0);
+  ::unlink((written_with + ".fai").c_str());
+  const std::string env = absl::StrCat("REF_PATH=", dir_.File("none/%s"),
+                                       " REF_CACHE=", dir_.File("none/%s"), " ");
+  const std::string expected = dir_.File("expected.bam");
+  const CommandResult s = RunCommand(
+      absl::StrCat(env, "samtools sort --reference ", ref, " -o ", expected, " ", cram));
+  ASSERT_EQ(s.exit_code, 0) << s.stderr_text;
+  const std::string out = dir_.File("out.bam");
+  const CommandResult r = RunCommand(absl::StrCat(env, testing::RocksortBinary(), " -@ 2 --reference ",
+                                                  ref, " -o ", out, " ", cram));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
+  absl::StatusOr<std::string> expected_bytes = testing::ReadBamRecordBytes(expected);
+  absl::StatusOr<std::string> actual_bytes = testing::ReadBamRecordBytes(out);
+  ASSERT_TRUE(expected_bytes.ok() && actual_bytes.ok());
+  EXPECT_TRUE(*expected_bytes == *actual_bytes) << "decompressed record bytes differ";
+
+  // Without it the CRAM can't be decoded: a clean failure naming the input.
+  // With a reference that does not exist: a failure naming that file.
+  ::unlink(out.c_str());
+  const CommandResult none =
+      RunCommand(absl::StrCat(env, testing::RocksortBinary(), " -o ", out, " ", cram));
+  EXPECT_EQ(none.exit_code, 1) << none.stderr_text;
+  EXPECT_TRUE(absl::StrContains(none.stderr_text, cram)) << none.stderr_text;
+  const std::string missing = dir_.File("missing.fa");
+  const CommandResult bad = RunCommand(absl::StrCat(
+      env, testing::RocksortBinary(), " --reference ", missing, " -o ", out, " ", cram));
+  EXPECT_EQ(bad.exit_code, 1) << bad.stderr_text;
+  EXPECT_TRUE(absl::StrContains(bad.stderr_text, missing)) << bad.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace

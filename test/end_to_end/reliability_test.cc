@@ -898,6 +898,17 @@ TEST_F(ReliabilityTest, TempPrefixUnderMissingDirectoryFailsAndRemovesThePartial
       RunCommand(Rocksort("-T " + prefix + " -o " + dir_.File("out.bam") + " " + in)), 1, {prefix});
 }
 
+TEST_F(ReliabilityTest, ReferenceTooLongForBamFailsBeforeSorting) {
+  // SAM text may declare a reference longer than BAM's 2^31 - 1; the output
+  // header could not hold it, so the run fails before loading anything.
+  const std::string in = dir_.File("long_ref.sam");
+  testing::WriteFileOrDie(in,
+                          "@SQ\tSN:huge\tLN:3000000000\n"
+                          "r1\t0\thuge\t100\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
+  ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + in)), 1,
+                     {in, "huge", "BAM holds at most"});
+}
+
 // Misuse prints the error line, then the usage (as samtools does).
 TEST_F(ReliabilityTest, NonsenseOptionsAreRejectedWithUsage) {
   const std::string in = Generate("in.bam", "-n 100 --seed 55");

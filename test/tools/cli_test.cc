@@ -87,6 +87,25 @@ TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
   EXPECT_FALSE(c->sort.disk.has_value());
 }
 
+TEST(ParseCommandLine, SamtoolsLongSpellings) {
+  absl::StatusOr<Command> c =
+      Parse({"--threads", "3", "-O", "bam", "--output-fmt", "BAM", "--reference", "r.fa", "in.cram"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.threads, 3);
+  EXPECT_EQ(c->sort.reference, "r.fa");
+  for (const char* format : {"sam", "cram", "bam,level=1", ""}) {
+    c = Parse({"-O", format, "in.bam"});
+    EXPECT_FALSE(c.ok()) << format;
+  }
+}
+
+TEST(ParseCommandLine, BudgetThatOverflowsIsRejected) {
+  // 4097 TiB x 1024 threads is above 2^62 bytes; 4096 TiB x 1024 is not.
+  EXPECT_FALSE(Parse({"-m", "4097T", "-@", "1024", "in.bam"}).ok());
+  EXPECT_FALSE(Parse({"-@", "1024", "-m", "4097T", "in.bam"}).ok());
+  EXPECT_TRUE(Parse({"-m", "4096T", "-@", "1024", "in.bam"}).ok());
+}
+
 TEST(ParseCommandLine, UncompressedMeansLevelZero) {
   absl::StatusOr<Command> c = Parse({"-u", "-l", "7", "in.bam"});
   ASSERT_TRUE(c.ok());
