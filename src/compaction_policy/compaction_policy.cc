@@ -26,6 +26,9 @@ constexpr int kNeverStall = 1 << 30;
 constexpr uint64_t kMinMergeBudget = 16 * kMiB;
 // The final merge reads at least this many runs from each lane.
 constexpr uint64_t kMinFinalRunsPerLane = 8;
+// Descriptors kept out of RocksDB's table cache: stdio, the input, the
+// output, LOG, MANIFEST, the files being written, htslib's and libc's own.
+constexpr uint64_t kReservedFiles = 64;
 
 // A readahead whose reads (readahead + up to `slack`) fill whole requests of
 // `request` bytes (WholeRequests).
@@ -83,7 +86,20 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.level0_stop_writes_trigger = kNeverStall;
   o.soft_pending_compaction_bytes_limit = 0;
   o.hard_pending_compaction_bytes_limit = 0;
-  o.max_open_files = -1;  // Keep table readers open; caller raises RLIMIT_NOFILE.
+  // Table readers: all kept open (-1) when descriptors are plentiful; under
+  // an open-file limit RocksDB's table cache holds at most that many (minus
+  // its own 10) and reopens evicted ones, and the merges below read at most
+  // half of them at once. Without the cap, ~400 runs under a limit of 256
+  // failed with "Too many open files" while loading.
+  const uint64_t usable_files = input.open_files > 2 * kReservedFiles
+                                    ? input.open_files - kReservedFiles
+                                    : input.open_files / 2;
+  o.max_open_files = usable_files == 0 || usable_files > (1u << 30)
+                         ? -1
+                         : static_cast<int>(usable_files);
+  const uint64_t readable_runs = usable_files == 0 || usable_files > (1u << 30)
+                                     ? uint64_t{1} << 20
+                                     : usable_files / 2;
   o.avoid_flush_during_shutdown = true;  // The DB is destroyed anyway.
   o.use_fsync = false;
   o.paranoid_checks = true;
@@ -176,8 +192,8 @@ SortPlan MakePlan(const PolicyInput& input) {
   // 150 MiB.)
   plan.merge_budget = std::max({budget / 2, kMinMergeBudget,
                                 plan.lanes * kMinFinalRunsPerLane * (plan.min_readahead + blocks)});
-  plan.max_final_runs = static_cast<int>(
-      std::clamp<uint64_t>(plan.merge_budget / (plan.min_readahead + blocks), 2, 4096));
+  plan.max_final_runs = static_cast<int>(std::clamp<uint64_t>(
+      std::min(plan.merge_budget / (plan.min_readahead + blocks), readable_runs), 2, 4096));
   plan.max_final_runs_per_lane = plan.max_final_runs / plan.lanes;
   // After loading, the memory the memtables and background compactions used
   // is free for the merges down to K runs.
@@ -189,13 +205,16 @@ SortPlan MakePlan(const PolicyInput& input) {
   // picker, run after loading, rewrote the data 7 times instead of 3.5: it
   // merges newer runs into the accumulated older ones.)
   const uint64_t lane_memory = plan.post_load_memory / plan.lanes;
-  plan.merge_down_fan_in = static_cast<int>(
-      std::clamp<uint64_t>(lane_memory / (plan.min_merge_readahead + blocks), 2, 4096));
+  plan.merge_down_fan_in = static_cast<int>(std::clamp<uint64_t>(
+      std::min(lane_memory / (plan.min_merge_readahead + blocks), readable_runs / plan.lanes), 2,
+      4096));
   plan.merge_down_readahead = ReadaheadPerInput(plan, lane_memory, plan.merge_down_fan_in, blocks,
                                                 plan.min_merge_readahead, plan.max_readahead);
 
   const int memory_fan_in = static_cast<int>(std::clamp<uint64_t>(
-      compaction_budget / (plan.min_merge_readahead + blocks), 2, 1024));
+      std::min(compaction_budget / (plan.min_merge_readahead + blocks),
+               readable_runs / static_cast<uint64_t>(o.max_background_compactions)),
+      2, 1024));
   plan.expected_runs = input.size_hint == 0 ? 0 : (input.size_hint + o.write_buffer_size - 1) /
                                                       o.write_buffer_size;
   const double ratio = input.size_hint == 0

@@ -1,5 +1,6 @@
 #include "pipeline/pipeline.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -347,6 +348,9 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   report->size_hint = policy_input.size_hint;
   policy_input.disk = report->disk;
   policy_input.request_bytes = report->disk_request_bytes;
+  if (struct rlimit files; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    policy_input.open_files = static_cast<uint64_t>(files.rlim_cur);
+  }
   compaction_policy::SortPlan plan = compaction_policy::MakePlan(policy_input);
   report->compaction_mode = plan.compaction == compaction_policy::CompactionMode::kOff ? "off"
                             : plan.compaction == compaction_policy::CompactionMode::kPlanned

@@ -340,5 +340,40 @@ TEST(CompactionPolicy, TinyBudgetStillMergesManyRunsAtOnce) {
   EXPECT_GE(plan.max_final_runs, 16);
 }
 
+TEST(CompactionPolicy, OpenFileLimitCapsTheTableCacheAndEveryMerge) {
+  // Unlimited: every table reader stays open.
+  EXPECT_EQ(MakePlan(Input(768 * kMiB, 2, 64 * 768 * kMiB, DiskKind::kHdd)).options.max_open_files,
+            -1);
+  for (uint64_t limit : {uint64_t{64}, uint64_t{256}, uint64_t{1024}}) {
+    for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
+      // A large budget, whose merges would otherwise read thousands of runs.
+      PolicyInput in = Input(8192 * kMiB, 4, 1000 * 8192 * kMiB, disk);
+      in.open_files = limit;
+      const SortPlan plan = MakePlan(in);
+      SCOPED_TRACE(limit);
+      const rocksdb::Options& o = plan.options;
+      ASSERT_GT(o.max_open_files, 0);
+      EXPECT_LT(static_cast<uint64_t>(o.max_open_files), limit);
+      // Whatever merges at once fits in the table cache: the final merge,
+      // the lanes' merges after loading together, the background merges.
+      EXPECT_LE(plan.max_final_runs, o.max_open_files / 2);
+      EXPECT_LE(plan.merge_down_fan_in * plan.lanes, std::max(o.max_open_files / 2, 2 * plan.lanes));
+      EXPECT_LE(plan.merge_fan_in * o.max_background_compactions,
+                std::max(o.max_open_files / 2, 2 * o.max_background_compactions));
+      EXPECT_GE(plan.max_final_runs, 2);
+      EXPECT_GE(plan.merge_down_fan_in, 2);
+    }
+  }
+  // A generous limit changes nothing but the cache's size.
+  PolicyInput in = Input(64 * kMiB, 2, 7000 * kMiB, DiskKind::kHdd);
+  const SortPlan unlimited = MakePlan(in);
+  in.open_files = 1 << 20;
+  const SortPlan limited = MakePlan(in);
+  EXPECT_EQ(limited.max_final_runs, unlimited.max_final_runs);
+  EXPECT_EQ(limited.merge_down_fan_in, unlimited.merge_down_fan_in);
+  EXPECT_EQ(limited.merge_fan_in, unlimited.merge_fan_in);
+  EXPECT_EQ(limited.options.max_open_files, (1 << 20) - 64);
+}
+
 }  // namespace
 }  // namespace rocksort::compaction_policy

@@ -359,5 +359,25 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// Far more runs than open files allowed (-m 1M without compaction flushes
+// hundreds of runs; the limit is 128): RocksDB's table cache closes and
+// reopens them, and the merges read no more at once than the limit allows.
+// Before, this failed with "Too many open files" while loading.
+TEST_F(EndToEndTest, MoreRunsThanOpenFilesMatchSamtools) {
+  const std::string in = Generate("in.bam", "-n 100000 --seed 17");
+  const std::string expected = SamtoolsSort(in);
+  const std::string out = dir_.File("out.bam");
+  const std::string stats = dir_.File("stats.json");
+  const CommandResult r = RunCommand(
+      absl::StrCat("ulimit -n 128 && ", testing::RocksortBinary(), " -m 1M --no-compaction ",
+                   "--stats-json ", stats, " -o ", out, " ", in));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
+  const std::string json = testing::ReadFileOrDie(stats);
+  const size_t at = json.find("\"runs_flushed\": ");
+  ASSERT_NE(at, std::string::npos) << json;
+  EXPECT_GT(std::stoi(json.substr(at + 16)), 128) << json;
+}
+
 }  // namespace
 }  // namespace rocksort
