@@ -30,8 +30,17 @@ namespace rocksort::tools {
 namespace {
 
 constexpr uint64_t kMinMemoryPerThread = uint64_t{1} << 20;  // As samtools.
+constexpr const char* kIndexDelimiter = "##idx##";  // htslib's HTS_IDX_DELIM.
 
-enum LongOnly { kNoPg = 256, kVersion, kDisk, kNoCompaction, kStatsJson, kReference };
+enum LongOnly {
+  kNoPg = 256,
+  kVersion,
+  kDisk,
+  kNoCompaction,
+  kStatsJson,
+  kReference,
+  kWriteIndex
+};
 
 std::string HumanSize(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"", "K", "M", "G", "T"};
@@ -141,6 +150,8 @@ std::string Usage() {
       "  -l INT        output compression level 0..9 [%s]\n"
       "  -u            uncompressed BAM output (same as -l 0)\n"
       "  --no-PG       do not add a @PG line to the header\n"
+      "  --write-index also write an index: OUT.csi, or INDEX for -o OUT##idx##INDEX\n"
+      "                (BAI if INDEX ends in .bai), as samtools sort --write-index\n"
       "\n"
       "Resources:\n"
       "  -@, --threads INT  threads for decoding, sorting and compression [%d]\n"
@@ -177,6 +188,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       {"threads", required_argument, nullptr, '@'},
       {"output-fmt", required_argument, nullptr, 'O'},
       {"reference", required_argument, nullptr, kReference},
+      {"write-index", no_argument, nullptr, kWriteIndex},
       {nullptr, 0, nullptr, 0}};
   Command command;
   pipeline::SortOptions& o = command.sort;
@@ -203,6 +215,9 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
           return absl::InvalidArgumentError(
               absl::StrFormat("-O %s: rocksort writes BAM only", optarg));
         }
+        break;
+      case kWriteIndex:
+        o.write_index = true;
         break;
       case kReference:
         if (*optarg == '\0') return absl::InvalidArgumentError("--reference needs a file name");
@@ -305,6 +320,19 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   } else {
     o.input = positional[0];
     if (positional.size() == 2) o.output = positional[1];
+  }
+  // samtools' "OUT##idx##INDEX" names the index of OUT.
+  if (const size_t at = o.output.find(kIndexDelimiter); at != std::string::npos) {
+    o.index_output = o.output.substr(at + std::strlen(kIndexDelimiter));
+    o.output.resize(at);
+    if (o.output.empty() || o.index_output.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "invalid output \"%s%s%s\": expected OUT%sINDEX", o.output, kIndexDelimiter,
+          o.index_output, kIndexDelimiter));
+    }
+  }
+  if (o.write_index && o.output == "-") {
+    return absl::InvalidArgumentError("--write-index needs an output file (-o FILE), not stdout");
   }
   if (o.output != "-" && o.output == o.input) {
     return absl::InvalidArgumentError(

@@ -92,6 +92,8 @@ struct Block {
   uint64_t seq = 0;
   size_t in_len = 0;
   size_t out_len = 0;
+  // Records that end in this block and their end offsets in `in`.
+  std::vector<std::pair<size_t, IndexEntry>> marks;
   std::unique_ptr<char[]> in{new char[kBgzfMaxInput]};
   std::unique_ptr<char[]> out{new char[kBgzfMaxBlock]};
 };
@@ -115,7 +117,7 @@ absl::string_view BgzfEofBlock() { return absl::string_view(kEofBlock, sizeof(kE
 class BgzfWriter::Impl {
  public:
   Impl(int fd, std::string name, const Options& options)
-      : fd_(fd), name_(std::move(name)), level_(options.level) {
+      : fd_(fd), name_(std::move(name)), level_(options.level), on_record_(options.on_record) {
     const int threads = std::max(1, options.threads);
     const size_t pool =
         2 * static_cast<size_t>(threads) + std::max<size_t>(4, options.queue_blocks);
@@ -142,11 +144,30 @@ class BgzfWriter::Impl {
     return absl::OkStatus();
   }
 
-  absl::Status WriteRecord(absl::string_view record) {
+  absl::Status WriteRecord(absl::string_view record, const IndexEntry* entry) {
     if (current_ != nullptr && current_->in_len + record.size() > kBgzfMaxInput) {
       RETURN_IF_ERROR(FlushBlock());
     }
-    return Write(record);
+    if (entry == nullptr) return Write(record);
+    // Write all but the last byte, then the last one with the mark, so the
+    // mark lands in the block where the record ends.
+    RETURN_IF_ERROR(Write(record.substr(0, record.size() - 1)));
+    if (current_ == nullptr) RETURN_IF_ERROR(TakeFreeBlock());
+    current_->in[current_->in_len++] = record.back();
+    current_->marks.emplace_back(current_->in_len, *entry);
+    if (current_->in_len == kBgzfMaxInput) RETURN_IF_ERROR(FlushBlock());
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<uint64_t> WaitForWrites() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+          return self->next_to_write_ == self->next_seq_ || !self->error_.ok();
+        },
+        this));
+    if (!error_.ok()) return error_;
+    return bytes_written_;
   }
 
   absl::Status FlushBlock() {
@@ -193,6 +214,7 @@ class BgzfWriter::Impl {
     current_ = free_.front();
     free_.pop_front();
     current_->in_len = 0;
+    current_->marks.clear();
     return absl::OkStatus();
   }
 
@@ -273,9 +295,19 @@ class BgzfWriter::Impl {
         }
       }
       absl::Status s = WriteAll(fd_, name_, block->out.get(), block->out_len);
+      if (s.ok() && !block->marks.empty()) {
+        const uint64_t address = address_;  // Where this block was written.
+        for (const auto& [end, entry] : block->marks) {
+          const uint64_t offset = end == block->in_len ? (address + block->out_len) << 16
+                                                       : address << 16 | end;
+          s = on_record_(entry, offset);
+          if (!s.ok()) break;
+        }
+      }
       absl::MutexLock lock(&mu_);
       if (!s.ok() && error_.ok()) error_ = s;
       if (s.ok()) bytes_written_ += block->out_len;
+      address_ += block->out_len;
       ++next_to_write_;
       free_.push_back(block);
     }
@@ -285,12 +317,15 @@ class BgzfWriter::Impl {
   const int fd_;
   const std::string name_;
   const int level_;
+  const IndexCallback on_record_;
   std::vector<std::unique_ptr<Block>> storage_;
   std::vector<std::thread> workers_;
   std::thread writer_;
 
   // Only touched by the caller's thread.
   Block* current_ = nullptr;
+  // Only touched by the writer thread: where the next block goes.
+  uint64_t address_ = 0;
 
   absl::Mutex mu_;
   std::deque<Block*> free_ ABSL_GUARDED_BY(mu_);
@@ -318,9 +353,10 @@ absl::StatusOr<std::unique_ptr<BgzfWriter>> BgzfWriter::Create(int fd, std::stri
 }
 
 absl::Status BgzfWriter::Write(absl::string_view data) { return impl_->Write(data); }
-absl::Status BgzfWriter::WriteRecord(absl::string_view record) {
-  return impl_->WriteRecord(record);
+absl::Status BgzfWriter::WriteRecord(absl::string_view record, const IndexEntry* entry) {
+  return impl_->WriteRecord(record, entry);
 }
+absl::StatusOr<uint64_t> BgzfWriter::WaitForWrites() { return impl_->WaitForWrites(); }
 absl::Status BgzfWriter::FlushBlock() { return impl_->FlushBlock(); }
 absl::Status BgzfWriter::Close() { return impl_->Close(); }
 uint64_t BgzfWriter::bytes_written() const { return impl_->bytes_written(); }

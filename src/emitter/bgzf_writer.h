@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,8 +34,23 @@ namespace rocksort::emitter {
 inline constexpr size_t kBgzfMaxInput = 0xff00;
 inline constexpr size_t kBgzfMaxBlock = 0x10000;
 
+// What an index (BAI/CSI) needs of one record; see BgzfWriter::Options.
+struct IndexEntry {
+  int32_t tid = -1;
+  int64_t beg = -1;  // 0-based start, -1 without a position.
+  int64_t end = 0;   // 0-based end (exclusive), as htslib's bam_endpos.
+  bool mapped = false;
+};
+
 class BgzfWriter {
  public:
+  // Called on the writer thread, in record order, for every record written
+  // with an IndexEntry, with the BGZF virtual offset just past the record:
+  // the next block's start (offset 0) when the record ends its block, which
+  // is what htslib's writer (hts_idx_amend_last) and reader both report.
+  // An error fails the writer.
+  using IndexCallback = std::function<absl::Status(const IndexEntry&, uint64_t end_offset)>;
+
   struct Options {
     int level = 6;    // 0..9; -1 means the htslib default (6).
     int threads = 1;  // Compression workers, >= 1.
@@ -42,6 +58,7 @@ class BgzfWriter {
     // workers, and so how long it may stall (say, on a disk read) before the
     // workers run out of blocks. At least 4.
     size_t queue_blocks = 4;
+    IndexCallback on_record;  // May be empty.
   };
 
   // Writes to `fd` (not owned; the caller closes it). `name` names the
@@ -60,7 +77,13 @@ class BgzfWriter {
   // new block first when the record would not fit in the current one, so a
   // record that fits in a block never straddles two (readers and indexers
   // rely on this for cheap random access).
-  absl::Status WriteRecord(absl::string_view record);
+  // With `entry`, Options::on_record learns the record's end offset once
+  // its block is written.
+  absl::Status WriteRecord(absl::string_view record, const IndexEntry* entry = nullptr);
+
+  // Waits until every flushed block reached the fd; returns the bytes
+  // written (the address of the next block). Errors as Close.
+  absl::StatusOr<uint64_t> WaitForWrites();
 
   // Ends the current block (if not empty) so the next byte starts a block.
   absl::Status FlushBlock();

@@ -31,6 +31,14 @@ struct EmitOptions {
   std::vector<rocksdb::ColumnFamilyHandle*> lanes;
   // Polled every few thousand records; Cancelled once it is true. May be null.
   const std::atomic<bool>* cancelled = nullptr;
+  // Also write an index of the output to this file (empty: none), as
+  // `samtools sort --write-index` does: BAI when index_name ends in ".bai", else CSI
+  // (min_shift 14). Built with htslib's hts_idx_* from the offsets the
+  // writer reports, so it is the index `samtools index` makes of the output.
+  std::string index_path;
+  // The index's final name (index_path may be a partial file): for error
+  // messages and the format.
+  std::string index_name;
 };
 
 // Blocks the BGZF writer may queue for its compressors beyond two per

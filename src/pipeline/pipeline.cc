@@ -406,6 +406,21 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   // Fail on an unwritable output before spending hours on the sort.
   ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> output,
                    OutputFile::Create(options.output, registry));
+  std::unique_ptr<OutputFile> index;
+  if (options.write_index) {
+    if (output->is_stream()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--write-index: %s is not a file; an index needs the output written to a file",
+          output->name()));
+    }
+    const std::string index_path =
+        options.index_output.empty() ? options.output + ".csi" : options.index_output;
+    ASSIGN_OR_RETURN(index, OutputFile::Create(index_path, registry));
+    if (index->is_stream()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--write-index: the index %s is not a regular file", index->name()));
+    }
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<TempDb> temp,
                    TempDb::Create(temp_prefix, plan.options, plan.lanes, registry));
   if (options.verbosity > 0) {
@@ -509,6 +524,10 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   emit_options.readahead = report->final_readahead;
   emit_options.cancelled = cancelled;
   emit_options.lanes = lanes;
+  if (index != nullptr) {
+    emit_options.index_path = index->partial_path();
+    emit_options.index_name = index->name();
+  }
   ASSIGN_OR_RETURN(const emitter::EmitStats emitted,
                    emitter::EmitBam(db, *out_header, output->fd(), output->name(), emit_options));
   report->output_bytes = emitted.bytes_written;
@@ -522,8 +541,9 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   // a run that fails, or is interrupted, leaves no output, and one whose
   // output appeared has succeeded.
   RETURN_IF_ERROR(output->Finish());
+  if (index != nullptr) RETURN_IF_ERROR(index->Finish());
   RETURN_IF_ERROR(temp->Destroy());
-  return output->Commit();
+  return output->Commit(index.get());
 }
 
 }  // namespace rocksort::pipeline

@@ -38,6 +38,11 @@ struct SortOptions {
   // that has none), as samtools' --reference. Empty: htslib's own lookup
   // (the header's UR, REF_PATH, REF_CACHE).
   std::string reference;
+  // --write-index: also write an index of the output, as samtools sort's
+  // --write-index: to `index_output`, else OUTPUT.csi. BAI when the name
+  // ends in ".bai", CSI otherwise. Needs an output file (not stdout).
+  bool write_index = false;
+  std::string index_output;
   // -@: threads for decoding, compression and RocksDB background work;
   // values below 1 mean 1 (samtools counts "additional" threads the same way).
   int threads = 1;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "pipeline/interrupt.h"
 #include "rocksdb/convenience.h"
 
@@ -185,18 +186,35 @@ absl::Status OutputFile::Finish() {
   return absl::OkStatus();
 }
 
-absl::Status OutputFile::Commit() {
-  auto publish = [this]() -> absl::Status {
-    if (!is_stream_ && ::rename(partial_.c_str(), target_.c_str()) != 0) {
-      return absl::UnavailableError(absl::StrFormat("can't rename \"%s\" to \"%s\": %s",
-                                                    partial_, target_, ErrnoText()));
+absl::Status OutputFile::Commit(OutputFile* companion) {
+  auto rename = [](const std::string& from, const std::string& to) -> absl::Status {
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return absl::UnavailableError(
+          absl::StrFormat("can't rename \"%s\" to \"%s\": %s", from, to, ErrnoText()));
+    }
+    return absl::OkStatus();
+  };
+  auto publish = [&]() -> absl::Status {
+    if (companion != nullptr && !companion->is_stream_) {
+      RETURN_IF_ERROR(rename(companion->partial_, companion->target_));
+    }
+    if (!is_stream_) {
+      if (absl::Status s = rename(partial_, target_); !s.ok()) {
+        if (companion != nullptr && !companion->is_stream_) ::unlink(companion->target_.c_str());
+        return s;
+      }
     }
     return absl::OkStatus();
   };
   absl::Status status =
       registry_ != nullptr ? registry_->Publish(partial_, publish) : publish();
-  if (status.ok()) committed_ = true;
-  return status;
+  if (!status.ok()) return status;
+  committed_ = true;
+  if (companion != nullptr) {
+    companion->committed_ = true;
+    if (companion->registry_ != nullptr) companion->registry_->Unregister(companion->partial_);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace rocksort::pipeline

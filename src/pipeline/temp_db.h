@@ -99,8 +99,11 @@ class OutputFile {
   absl::Status Finish();
   // The commit point: renames the partial file to its final name through
   // the registry's Publish (refused once a signal has come). Nothing that
-  // can fail should follow it. REQUIRES: Finish() succeeded.
-  absl::Status Commit();
+  // can fail should follow it. A `companion` (the output's index) is renamed
+  // in the same step, just before. REQUIRES: Finish() succeeded (on both).
+  absl::Status Commit(OutputFile* companion = nullptr);
+  // The file being written until Commit (empty for a stream).
+  const std::string& partial_path() const { return partial_; }
 
  private:
   OutputFile(std::string name, std::string target, std::string partial, int fd, bool is_stream,

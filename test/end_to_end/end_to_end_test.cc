@@ -379,5 +379,51 @@ TEST_F(EndToEndTest, MoreRunsThanOpenFilesMatchSamtools) {
   EXPECT_GT(std::stoi(json.substr(at + 16)), 128) << json;
 }
 
+// --write-index writes the index `samtools index` makes of the same output,
+// byte for byte: CSI at OUT.csi by default, BAI for OUT##idx##X.bai.
+// The edge-case input has records longer than a block, unmapped reads with
+// and without a position, and reads at the last base.
+TEST_F(EndToEndTest, WriteIndexIsTheIndexSamtoolsMakes) {
+  const std::string in = Generate("in.bam", "-n 3000 --seed 18 --edge-cases");
+  const std::string out = dir_.File("out.bam");
+  for (const std::string threads : {"-@ 1", "-@ 3"}) {
+    SCOPED_TRACE(threads);
+    ExpectSameAsSamtools(in, absl::StrCat(threads, " -m 2M --write-index -o ", out, " ", in));
+    ASSERT_EQ(RunCommand(absl::StrCat("samtools index -c ", out, " ", dir_.File("ref.csi")))
+                  .exit_code,
+              0);
+    EXPECT_TRUE(testing::ReadFileOrDie(out + ".csi") ==
+                testing::ReadFileOrDie(dir_.File("ref.csi")))
+        << "CSI differs from samtools index -c";
+
+    const std::string bai = dir_.File("named.bai");
+    ExpectSameAsSamtools(in, absl::StrCat(threads, " --write-index -o ", out, "##idx##", bai,
+                                          " ", in));
+    ASSERT_EQ(
+        RunCommand(absl::StrCat("samtools index -b ", out, " ", dir_.File("ref.bai"))).exit_code,
+        0);
+    EXPECT_TRUE(testing::ReadFileOrDie(bai) == testing::ReadFileOrDie(dir_.File("ref.bai")))
+        << "BAI differs from samtools index -b";
+    // The index works: a region query returns what samtools finds with its own.
+    const CommandResult mine =
+        RunCommand(absl::StrCat("samtools view -c -X ", out, " ", bai, " chr1:1-5000000"));
+    const CommandResult theirs = RunCommand(
+        absl::StrCat("samtools view -c -X ", out, " ", dir_.File("ref.bai"), " chr1:1-5000000"));
+    EXPECT_EQ(mine.exit_code, 0) << mine.stderr_text;
+    EXPECT_EQ(mine.stdout_text, theirs.stdout_text);
+    for (const std::string& f : {out + ".csi", bai, dir_.File("ref.csi"), dir_.File("ref.bai")}) {
+      ::unlink(f.c_str());
+    }
+  }
+}
+
+TEST_F(EndToEndTest, WriteIndexToStdoutIsRefused) {
+  const std::string in = Generate("in.bam", "-n 100 --seed 19");
+  const CommandResult r =
+      RunCommand(absl::StrCat(testing::RocksortBinary(), " --write-index ", in, " > /dev/null"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(r.stderr_text, "--write-index")) << r.stderr_text;
+}
+
 }  // namespace
 }  // namespace rocksort

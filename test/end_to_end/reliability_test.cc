@@ -106,7 +106,7 @@ bool MentionsNumber(const std::string& line, const std::string& prefix, uint64_t
 // Names that rocksort gives its temporary directory and partial output, and
 // the output name every test here uses.
 bool IsRocksortLeftover(const std::string& name) {
-  return name == "out.bam" || absl::StrContains(name, ".rocksort.") ||
+  return name == "out.bam" || name == "out.bam.csi" || absl::StrContains(name, ".rocksort.") ||
          absl::StartsWith(name, "rocksort.") || absl::StrContains(name, ".partial.");
 }
 
@@ -907,6 +907,16 @@ TEST_F(ReliabilityTest, ReferenceTooLongForBamFailsBeforeSorting) {
                           "r1\t0\thuge\t100\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
   ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + in)), 1,
                      {in, "huge", "BAM holds at most"});
+}
+
+// A failed run with --write-index leaves neither the output nor its index
+// (nor their partial files).
+TEST_F(ReliabilityTest, FailedRunWithWriteIndexLeavesNoIndex) {
+  const std::string in = dir_.File("bad.sam");
+  testing::WriteFileOrDie(in, "@SQ\tSN:c\tLN:100\nr1\t0\tc\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n"
+                              "r2\t0\tc\tnot-a-number\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
+  ExpectCleanFailure(
+      RunCommand(Rocksort("--write-index -o " + dir_.File("out.bam") + " " + in)), 1, {in});
 }
 
 // Misuse prints the error line, then the usage (as samtools does).
