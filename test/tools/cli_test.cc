@@ -99,6 +99,20 @@ TEST(ParseCommandLine, SamtoolsLongSpellings) {
   }
 }
 
+TEST(ParseCommandLine, WriteIndexAndSamtoolsIndexNames) {
+  absl::StatusOr<Command> c = Parse({"--write-index", "-o", "out.bam##idx##out.bai", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->sort.write_index);
+  EXPECT_EQ(c->sort.output, "out.bam");
+  EXPECT_EQ(c->sort.index_output, "out.bai");
+  c = Parse({"--write-index", "in.bam", "out.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.index_output, "");  // OUT.csi.
+  EXPECT_FALSE(Parse({"--write-index", "in.bam"}).ok());  // stdout.
+  EXPECT_FALSE(Parse({"-o", "out.bam##idx##", "in.bam"}).ok());
+  EXPECT_FALSE(Parse({"-o", "##idx##x.bai", "in.bam"}).ok());
+}
+
 TEST(ParseCommandLine, BudgetThatOverflowsIsRejected) {
   // 4097 TiB x 1024 threads is above 2^62 bytes; 4096 TiB x 1024 is not.
   EXPECT_FALSE(Parse({"-m", "4097T", "-@", "1024", "in.bam"}).ok());
