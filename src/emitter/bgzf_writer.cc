@@ -181,15 +181,7 @@ class BgzfWriter::Impl {
 
   absl::Status Close() {
     RETURN_IF_ERROR(FlushBlock());
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
-            return self->next_to_write_ == self->next_seq_ || !self->error_.ok();
-          },
-          this));
-      if (!error_.ok()) return error_;
-    }
+    RETURN_IF_ERROR(WaitForWrites().status());
     Stop();
     RETURN_IF_ERROR(WriteAll(fd_, name_, kEofBlock, sizeof(kEofBlock)));
     absl::MutexLock lock(&mu_);
