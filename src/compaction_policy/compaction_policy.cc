@@ -94,12 +94,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   const uint64_t usable_files = input.open_files > 2 * kReservedFiles
                                     ? input.open_files - kReservedFiles
                                     : input.open_files / 2;
-  o.max_open_files = usable_files == 0 || usable_files > (1u << 30)
-                         ? -1
-                         : static_cast<int>(usable_files);
-  const uint64_t readable_runs = usable_files == 0 || usable_files > (1u << 30)
-                                     ? uint64_t{1} << 20
-                                     : usable_files / 2;
+  const bool unlimited_files = usable_files == 0 || usable_files > (1u << 30);
+  o.max_open_files = unlimited_files ? -1 : static_cast<int>(usable_files);
+  const uint64_t readable_runs = unlimited_files ? uint64_t{1} << 20 : usable_files / 2;
   o.avoid_flush_during_shutdown = true;  // The DB is destroyed anyway.
   o.use_fsync = false;
   o.paranoid_checks = true;

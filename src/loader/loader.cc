@@ -175,17 +175,19 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
         "%s: %s, not an alignment file (SAM, BAM or CRAM)", name,
         format == fastq_format ? "FASTQ" : format == fasta_format ? "FASTA" : "unknown format"));
   }
-  if (!reference.empty() && ::access(reference.c_str(), R_OK) != 0) {
-    const int err = errno;
-    hts_close(file);
-    return absl::NotFoundError(
-        absl::StrFormat("can't open the reference \"%s\": %s", reference, std::strerror(err)));
-  }
-  if (!reference.empty() && hts_set_fai_filename(file, reference.c_str()) != 0) {
-    hts_close(file);
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: can't use the reference \"%s\" (missing, unreadable or not FASTA)", name,
-        reference));
+  if (!reference.empty()) {
+    if (::access(reference.c_str(), R_OK) != 0) {
+      const int err = errno;
+      hts_close(file);
+      return absl::NotFoundError(absl::StrFormat("can't open the reference \"%s\": %s",
+                                                 reference, std::strerror(err)));
+    }
+    if (hts_set_fai_filename(file, reference.c_str()) != 0) {
+      hts_close(file);
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: can't use the reference \"%s\" (not FASTA, or no index can be made)", name,
+          reference));
+    }
   }
   sam_hdr_t* header = sam_hdr_read(file);
   if (header == nullptr) {

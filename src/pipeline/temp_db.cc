@@ -158,26 +158,15 @@ OutputFile::~OutputFile() {
 }
 
 absl::Status OutputFile::Finish() {
-  if (is_stream_) {
-    // stdout redirected to a file, or a file opened in place: errors that
-    // only show at writeback (a full quota, NFS) must not pass silently.
-    // Pipes, terminals and /dev/null have nothing to flush.
-    struct stat st;
-    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && ::fsync(fd_) != 0 && errno != EINVAL) {
-      return absl::UnavailableError(absl::StrFormat("%s: fsync failed: %s", name_, ErrnoText()));
-    }
-    if (fd_ != STDOUT_FILENO) {
-      const int fd = fd_;
-      fd_ = -1;
-      if (::close(fd) != 0) {
-        return absl::UnavailableError(absl::StrFormat("%s: close failed: %s", name_, ErrnoText()));
-      }
-    }
-    return absl::OkStatus();
-  }
-  if (::fsync(fd_) != 0) {
+  // A stream is synced only when it is a regular file (stdout redirected to
+  // one): errors that only show at writeback (a full quota, NFS) must not
+  // pass silently. Pipes, terminals and /dev/null have nothing to flush.
+  struct stat st;
+  const bool sync = !is_stream_ || (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode));
+  if (sync && ::fsync(fd_) != 0) {
     return absl::UnavailableError(absl::StrFormat("%s: fsync failed: %s", name_, ErrnoText()));
   }
+  if (fd_ == STDOUT_FILENO) return absl::OkStatus();
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) {
