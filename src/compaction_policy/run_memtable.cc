@@ -44,16 +44,12 @@ Item MakeItem(const char* entry) {
   return Item{LoadBigEndian64(prefix), LoadBigEndian64(prefix + 8), entry};
 }
 
-void SortEntries(const MemTableRep::KeyComparator& compare, std::vector<const char*>* entries) {
-  std::vector<Item> items;
-  items.reserve(entries->size());
-  for (const char* e : *entries) items.push_back(MakeItem(e));
-  std::sort(items.begin(), items.end(), [&compare](const Item& a, const Item& b) {
+void SortItems(const MemTableRep::KeyComparator& compare, std::vector<Item>* items) {
+  std::sort(items->begin(), items->end(), [&compare](const Item& a, const Item& b) {
     if (a.hi != b.hi) return a.hi < b.hi;
     if (a.lo != b.lo) return a.lo < b.lo;
     return compare(a.entry, b.entry) < 0;
   });
-  for (size_t i = 0; i < items.size(); ++i) (*entries)[i] = items[i].entry;
 }
 
 class RunMemTableRep : public MemTableRep {
@@ -63,16 +59,25 @@ class RunMemTableRep : public MemTableRep {
 
   ~RunMemTableRep() override = default;
 
+  // The entry is complete when RocksDB inserts it, so its prefix is read
+  // here, while it is still in the cache, and never again: the flush sorts
+  // this array in place.
   void Insert(rocksdb::KeyHandle handle) override {
+    const Item item = MakeItem(static_cast<const char*>(handle));
     absl::MutexLock lock(&mu_);
-    entries_.push_back(static_cast<const char*>(handle));
+    if (entries_.size() == entries_.capacity()) {
+      // Grow by half: the capacity counts against write_buffer_size, so
+      // doubling would seal memtables with up to a third of them unused.
+      entries_.reserve(std::max<size_t>(1024, entries_.capacity() + entries_.capacity() / 2));
+    }
+    entries_.push_back(item);
   }
 
   bool Contains(const char* key) const override {
     // Only used by debug checks; a linear scan is fine.
     absl::MutexLock lock(&mu_);
-    for (const char* e : entries_) {
-      if (compare_(e, key) == 0) return true;
+    for (const Item& e : entries_) {
+      if (compare_(e.entry, key) == 0) return true;
     }
     return false;
   }
@@ -82,26 +87,29 @@ class RunMemTableRep : public MemTableRep {
     read_only_ = true;
   }
 
+  // All the memory of this rep beyond the arena: RocksDB adds it to the
+  // arena's to decide when the memtable is full, so memtables stay within
+  // write_buffer_size, flush included (the sort needs no other array).
   size_t ApproximateMemoryUsage() override {
     absl::MutexLock lock(&mu_);
-    return entries_.capacity() * sizeof(const char*);
+    return entries_.capacity() * sizeof(Item);
   }
 
   Iterator* GetIterator(rocksdb::Arena* arena) override {
-    std::shared_ptr<const std::vector<const char*>> sorted;
+    std::shared_ptr<const std::vector<Item>> sorted;
     {
       absl::MutexLock lock(&mu_);
       if (read_only_) {
         if (sorted_ == nullptr) {
           // Sort once, in place; later iterators share the result.
-          SortEntries(compare_, &entries_);
-          sorted_ = std::shared_ptr<const std::vector<const char*>>(
-              std::shared_ptr<void>(), &entries_);
+          SortItems(compare_, &entries_);
+          sorted_ = std::shared_ptr<const std::vector<Item>>(std::shared_ptr<void>(), &entries_);
         }
         sorted = sorted_;
       } else {
-        auto copy = std::make_shared<std::vector<const char*>>(entries_);
-        SortEntries(compare_, copy.get());
+        // Only point lookups and tests iterate a memtable still being filled.
+        auto copy = std::make_shared<std::vector<Item>>(entries_);
+        SortItems(compare_, copy.get());
         sorted = std::move(copy);
       }
     }
@@ -127,12 +135,11 @@ class RunMemTableRep : public MemTableRep {
  private:
   class SortedIterator : public Iterator {
    public:
-    SortedIterator(const KeyComparator& compare,
-                   std::shared_ptr<const std::vector<const char*>> entries)
+    SortedIterator(const KeyComparator& compare, std::shared_ptr<const std::vector<Item>> entries)
         : compare_(compare), entries_(std::move(entries)), pos_(entries_->size()) {}
 
     bool Valid() const override { return pos_ < entries_->size(); }
-    const char* key() const override { return (*entries_)[pos_]; }
+    const char* key() const override { return (*entries_)[pos_].entry; }
     void Next() override { ++pos_; }
     void Prev() override { pos_ = pos_ == 0 ? entries_->size() : pos_ - 1; }
     void Seek(const Slice& internal_key, const char* memtable_key) override {
@@ -141,7 +148,8 @@ class RunMemTableRep : public MemTableRep {
     void SeekForPrev(const Slice& internal_key, const char* memtable_key) override {
       // Last entry <= key.
       size_t upper = LowerBound(internal_key, memtable_key);
-      if (upper < entries_->size() && Compare((*entries_)[upper], internal_key, memtable_key) == 0) {
+      if (upper < entries_->size() &&
+          Compare((*entries_)[upper].entry, internal_key, memtable_key) == 0) {
         pos_ = upper;
       } else {
         pos_ = upper == 0 ? entries_->size() : upper - 1;
@@ -157,14 +165,14 @@ class RunMemTableRep : public MemTableRep {
     }
     size_t LowerBound(const Slice& internal_key, const char* memtable_key) const {
       auto it = std::lower_bound(entries_->begin(), entries_->end(), 0,
-                                 [&](const char* entry, int) {
-                                   return Compare(entry, internal_key, memtable_key) < 0;
+                                 [&](const Item& item, int) {
+                                   return Compare(item.entry, internal_key, memtable_key) < 0;
                                  });
       return static_cast<size_t>(it - entries_->begin());
     }
 
     const KeyComparator& compare_;
-    const std::shared_ptr<const std::vector<const char*>> entries_;
+    const std::shared_ptr<const std::vector<Item>> entries_;
     size_t pos_;
   };
 
@@ -193,7 +201,8 @@ class RunMemTableRep : public MemTableRep {
     const char* Smallest(Pred eligible) const {
       absl::MutexLock lock(&rep_->mu_);
       const char* best = nullptr;
-      for (const char* e : rep_->entries_) {
+      for (const Item& item : rep_->entries_) {
+        const char* e = item.entry;
         if (eligible(e) && (best == nullptr || Less(e, best))) best = e;
       }
       return best;
@@ -204,10 +213,10 @@ class RunMemTableRep : public MemTableRep {
 
   const KeyComparator& compare_;
   mutable absl::Mutex mu_;
-  std::vector<const char*> entries_ ABSL_GUARDED_BY(mu_);
+  std::vector<Item> entries_ ABSL_GUARDED_BY(mu_);
   bool read_only_ ABSL_GUARDED_BY(mu_) = false;
   // Non-owning alias of entries_ once sorted (entries_ no longer changes).
-  std::shared_ptr<const std::vector<const char*>> sorted_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const std::vector<Item>> sorted_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<char[]>> iterator_memory_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,12 +1,15 @@
 // File: compaction_policy/run_memtable.h  (internal to compaction_policy/)
 // -----------------------------------------------------------------------------
 // A RocksDB memtable representation for run formation: inserts append a
-// pointer (O(1), like VectorRep), and the first iterator over a read-only
-// memtable sorts it once. Unlike VectorRep, which sorts the pointer array
-// with RocksDB's internal-key comparator (a varint decode, a virtual call and
-// a memcmp per comparison, each chasing a pointer into the arena), this sort
-// works on a contiguous array of (16-byte key prefix, pointer) items and
-// calls the full comparator only when two prefixes are equal. Keys of a sort
+// (16-byte key prefix, pointer) item (O(1), like VectorRep's pointer), and
+// the first iterator over a read-only memtable sorts the items in place,
+// once. Unlike VectorRep, which sorts a pointer array with RocksDB's
+// internal-key comparator (a varint decode, a virtual call and a memcmp per
+// comparison, each chasing a pointer into the arena), this sort works on the
+// contiguous items and calls the full comparator only when two prefixes are
+// equal. The items are all the memory the rep uses besides the arena, and
+// ApproximateMemoryUsage reports them, so a memtable, sort included, stays
+// within write_buffer_size. Keys of a sort
 // differ within their first 16 bytes (see keycodec), so that almost never
 // happens; for other keys the order is still exactly the comparator's.
 //

@@ -99,5 +99,60 @@ TEST_F(RunMemTableTest, OverwrittenKeyReturnsNewestValue) {
   EXPECT_EQ(value, "new");
 }
 
+// Orders memtable entries (varint32 length, user key, 8-byte trailer) by user
+// key, as RocksDB's internal-key comparator does for distinct user keys.
+class UserKeyOrder : public rocksdb::MemTableRep::KeyComparator {
+ public:
+  int operator()(const char* a, const char* b) const override {
+    return UserKey(rocksdb::GetLengthPrefixedSlice(a))
+        .compare(UserKey(rocksdb::GetLengthPrefixedSlice(b)));
+  }
+  int operator()(const char* a, const rocksdb::Slice& key) const override {
+    return UserKey(rocksdb::GetLengthPrefixedSlice(a)).compare(UserKey(key));
+  }
+
+ private:
+  static rocksdb::Slice UserKey(const rocksdb::Slice& internal_key) {
+    return rocksdb::Slice(internal_key.data(), internal_key.size() - 8);
+  }
+};
+
+// The memory contract: RocksDB seals a memtable when its arena plus the rep's
+// ApproximateMemoryUsage reach write_buffer_size, so the rep must report
+// every byte it will use, including what the flush needs to sort it (one
+// 16-byte key prefix and a pointer per entry). Before, the rep reported its
+// 8-byte pointers and the flush allocated a 24-byte array per entry on top.
+TEST(RunMemTableRepTest, ReportsTheMemoryItsFlushSortUses) {
+  RunMemTableFactory factory;
+  UserKeyOrder order;
+  std::unique_ptr<rocksdb::MemTableRep> rep(
+      factory.CreateMemTableRep(order, /*allocator=*/nullptr, nullptr, nullptr));
+  constexpr int kEntries = 10000;
+  constexpr size_t kSortItemBytes = 16 + sizeof(const char*);
+  std::mt19937_64 rng(11);
+  std::vector<std::string> entries(kEntries);
+  for (std::string& e : entries) {
+    // A 16-byte key (as keycodec's) and the 8-byte trailer, length-prefixed.
+    e = std::string(1, static_cast<char>(24));
+    for (int i = 0; i < 16; ++i) e.push_back(static_cast<char>(rng()));
+    e.append(8, '\0');
+    rep->Insert(const_cast<char*>(e.data()));
+  }
+  const size_t reported = rep->ApproximateMemoryUsage();
+  EXPECT_GE(reported, kEntries * kSortItemBytes);
+  EXPECT_LE(reported, kEntries * kSortItemBytes * 2);  // Growth slack, not a copy more.
+
+  rep->MarkReadOnly();
+  std::unique_ptr<rocksdb::MemTableRep::Iterator> it(rep->GetIterator(nullptr));
+  int count = 0;
+  const char* previous = nullptr;
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++count) {
+    if (previous != nullptr) EXPECT_LT(order(previous, it->key()), 0);
+    previous = it->key();
+  }
+  EXPECT_EQ(count, kEntries);
+  EXPECT_EQ(rep->ApproximateMemoryUsage(), reported);  // Sorted in place.
+}
+
 }  // namespace
 }  // namespace rocksort::compaction_policy
