@@ -180,14 +180,17 @@ SortPlan MakePlan(const PolicyInput& input) {
   // One lane per thread, at most 4: after loading, each lane is merged down
   // by its own thread.
   plan.lanes = std::clamp(threads, 1, 4);
-  // The final merge gets half the budget, but at least enough to read
-  // kMinFinalRunsPerLane runs from every lane at min_readahead, and never
-  // less than kMinMergeBudget: a merge needs a block or two per run whatever
-  // the budget, and every final run fewer means more merging before it.
-  // (Giving it all of post_load_memory instead was measured: at -m 32M it
-  // doubled K to 30 without a faster sort and raised peak RSS from 110 to
-  // 150 MiB.)
-  plan.merge_budget = std::max({budget / 2, kMinMergeBudget,
+  // The final merge gets three quarters of the budget (the memtables are
+  // flushed and freed by then; the last quarter holds the emitter's BGZF
+  // pool), but at least enough to read kMinFinalRunsPerLane runs from every
+  // lane at min_readahead, and never less than kMinMergeBudget: a merge needs
+  // a block or two per run whatever the budget, and every final run fewer
+  // means more merging before it. Half the budget (K = 16 instead of 23 at
+  // -@ 2 -m 32M on a disk) left more background-merged runs per lane than the
+  // final merge could read, so the merges after loading rewrote most of them:
+  // write amplification 2.53 instead of 2.35, and 18.5-25 s instead of 15 s of
+  // merging after loading, on the 2 GiB benchmark (docs/benchmarks.md).
+  plan.merge_budget = std::max({budget / 4 * 3, kMinMergeBudget,
                                 plan.lanes * kMinFinalRunsPerLane * (plan.min_readahead + blocks)});
   plan.max_final_runs = static_cast<int>(std::clamp<uint64_t>(
       std::min(plan.merge_budget / (plan.min_readahead + blocks), readable_runs), 2, 4096));

@@ -128,7 +128,7 @@ struct SortPlan {
 //   * A disk needs reads of at least min_readahead per request to keep seeks
 //     a small fraction of transfer time: seek x bandwidth is ~1.4 MiB on a
 //     disk (8 ms at 180 MB/s), ~0.1 MiB on an SSD; min_readahead is ~1.5x that.
-//   * The final merge may use merge_budget = max(B/2, 16 MiB, enough for 8
+//   * The final merge may use merge_budget = max(3/4 B, 16 MiB, enough for 8
 //     runs per lane), so it reads at most
 //     K = max_final_runs = merge_budget / (min_readahead + 2 x block) runs.
 //   * Expected runs T = size / write_buffer_size. If T <= K nothing is merged
