@@ -66,8 +66,9 @@ class RunMemTableRep : public MemTableRep {
     const Item item = MakeItem(static_cast<const char*>(handle));
     absl::MutexLock lock(&mu_);
     if (entries_.size() == entries_.capacity()) {
-      // Grow by half: the capacity counts against write_buffer_size, so
-      // doubling would seal memtables with up to a third of them unused.
+      // Grow by half: the capacity counts against write_buffer_size, and
+      // with doubling up to half of the array could be unused when the
+      // memtable seals (a third at most this way).
       entries_.reserve(std::max<size_t>(1024, entries_.capacity() + entries_.capacity() / 2));
     }
     entries_.push_back(item);
