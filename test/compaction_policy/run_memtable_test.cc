@@ -147,7 +147,9 @@ TEST(RunMemTableRepTest, ReportsTheMemoryItsFlushSortUses) {
   int count = 0;
   const char* previous = nullptr;
   for (it->SeekToFirst(); it->Valid(); it->Next(), ++count) {
-    if (previous != nullptr) EXPECT_LT(order(previous, it->key()), 0);
+    if (previous != nullptr) {
+      EXPECT_LT(order(previous, it->key()), 0);
+    }
     previous = it->key();
   }
   EXPECT_EQ(count, kEntries);
