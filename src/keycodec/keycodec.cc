@@ -40,11 +40,9 @@ absl::Status CheckCoordinate(int32_t tid, int64_t pos) {
 void EncodeCoordinateKey(const CoordinateKey& key, char* out) {
   // tid -1 becomes 0xFFFFFFFF: unmapped reads sort after every reference.
   PutBigEndian32(static_cast<uint32_t>(key.tid), out);
-  // pos -1 becomes 0; the shifted value stays below 2^32 by the REQUIRES.
-  const uint32_t pos_strand =
-      static_cast<uint32_t>(key.pos + 1) << 1 | (key.reverse ? 1u : 0u);
-  PutBigEndian32(pos_strand, out + 4);
-  PutBigEndian64(key.seq, out + 8);
+  // pos -1 becomes 0; pos + 1 <= 2^31 by the REQUIRES.
+  PutBigEndian32(static_cast<uint32_t>(key.pos + 1), out + 4);
+  PutBigEndian64((key.reverse ? uint64_t{1} << 63 : 0) | key.seq, out + 8);
 }
 
 absl::StatusOr<CoordinateKey> DecodeCoordinateKey(absl::string_view bytes) {
@@ -55,11 +53,11 @@ absl::StatusOr<CoordinateKey> DecodeCoordinateKey(absl::string_view bytes) {
   }
   CoordinateKey key;
   key.tid = static_cast<int32_t>(GetBigEndian32(bytes.data()));
-  const uint32_t pos_strand = GetBigEndian32(bytes.data() + 4);
-  key.pos = static_cast<int64_t>(pos_strand >> 1) - 1;
-  key.reverse = (pos_strand & 1) != 0;
-  key.seq = uint64_t{GetBigEndian32(bytes.data() + 8)} << 32 |
-            GetBigEndian32(bytes.data() + 12);
+  key.pos = static_cast<int64_t>(GetBigEndian32(bytes.data() + 4)) - 1;
+  const uint64_t strand_seq = uint64_t{GetBigEndian32(bytes.data() + 8)} << 32 |
+                              GetBigEndian32(bytes.data() + 12);
+  key.reverse = (strand_seq >> 63) != 0;
+  key.seq = strand_seq & kMaxSequence;
   return key;
 }
 

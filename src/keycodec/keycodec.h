@@ -12,8 +12,9 @@
 //
 //   offset  size  field
 //   0       4     tid, cast to uint32            (-1 = unmapped -> 0xFFFFFFFF)
-//   4       4     (pos + 1) << 1 | is_reverse    (pos is 0-based, >= -1)
-//   8       8     seq: 0-based index of the record in the input stream
+//   4       4     pos + 1                        (pos is 0-based, >= -1)
+//   8       8     is_reverse << 63 | seq         (seq: 0-based index of the
+//                                                 record in the input stream)
 //
 // Why these fields, in this order: samtools (bam_sort.c, bam1_cmp_core and
 // ks_radixsort) orders by tid compared as unsigned, so unmapped reads
@@ -21,9 +22,11 @@
 // "no position" value -1 to 0 so it sorts first; then by the reverse-strand
 // flag (forward first). It breaks remaining ties by input order (file index,
 // then record index), which the trailing sequence number reproduces.
-// Packing pos and the strand into one 32-bit word is the same trick samtools
-// uses in its uint64 key; it needs pos + 1 < 2^31, which every BAM position
-// satisfies (BAM stores pos as int32 and the spec caps it at 2^31 - 2).
+// The strand shares a word with seq, not with pos: pos + 1 then takes all 32
+// bits, so every position BAM can store (int32, up to 2^31 - 1, one more than
+// the spec allows but accepted by htslib and sorted by samtools) has a key.
+// (Up to the seventh session the strand was packed under pos, as in
+// samtools' old uint64 key, which left pos = 2^31 - 1 without one.)
 //
 // This layout is the contract between loader (writes keys) and emitter
 // (reads them back only for diagnostics). Keys live only in a temporary DB
@@ -43,9 +46,11 @@ namespace rocksort::keycodec {
 
 inline constexpr size_t kCoordinateKeySize = 16;
 
-// Largest 0-based position a coordinate key can hold: (pos + 1) << 1 must fit
-// in 32 bits. Equal to the BAM format's own limit.
-inline constexpr int64_t kMaxPosition = (int64_t{1} << 31) - 2;
+// Largest 0-based position a coordinate key can hold: BAM's int32 limit.
+inline constexpr int64_t kMaxPosition = (int64_t{1} << 31) - 1;
+
+// Largest input index a coordinate key can hold (the top bit is the strand).
+inline constexpr uint64_t kMaxSequence = (uint64_t{1} << 63) - 1;
 
 // The decoded content of a coordinate key.
 struct CoordinateKey {
@@ -65,7 +70,8 @@ struct CoordinateKey {
 absl::Status CheckCoordinate(int32_t tid, int64_t pos);
 
 // Writes the 16-byte key of `key` to out[0..15].
-// REQUIRES: CheckCoordinate(key.tid, key.pos).ok(); `out` has 16 bytes.
+// REQUIRES: CheckCoordinate(key.tid, key.pos).ok(); key.seq <= kMaxSequence;
+// `out` has 16 bytes.
 void EncodeCoordinateKey(const CoordinateKey& key, char* out);
 
 // Parses a key written by EncodeCoordinateKey. DataLoss if `bytes` is not a

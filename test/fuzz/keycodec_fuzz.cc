@@ -66,7 +66,7 @@ CoordinateKey ConsumeKey(FuzzedDataProvider& in) {
   key.tid = ConsumeTid(in);
   key.pos = ConsumePosition(in);
   key.reverse = in.ConsumeBool();
-  key.seq = in.ConsumeIntegral<uint64_t>();
+  key.seq = in.ConsumeIntegral<uint64_t>() & kMaxSequence;  // The REQUIRES.
   return key;
 }
 

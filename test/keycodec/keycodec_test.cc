@@ -19,8 +19,8 @@ std::string Encode(const CoordinateKey& key) {
 TEST(KeyCodec, LayoutIsPinnedByteForByte) {
   // tid 1, pos 99 (1-based 100), reverse, seq 0x0102030405060708.
   const std::string key = Encode({1, 99, true, 0x0102030405060708ULL});
-  const unsigned char expected[16] = {0, 0, 0, 1, 0, 0, 0, 201,  // (99+1)<<1|1
-                                      1, 2, 3, 4, 5, 6, 7, 8};
+  const unsigned char expected[16] = {0, 0, 0, 1, 0, 0, 0, 100,  // pos + 1
+                                      0x81, 2, 3, 4, 5, 6, 7, 8};  // reverse << 63 | seq
   ASSERT_EQ(key.size(), 16u);
   EXPECT_EQ(std::memcmp(key.data(), expected, 16), 0);
 }
@@ -45,12 +45,22 @@ TEST(KeyCodec, TiesKeepInputOrder) {
 TEST(KeyCodec, RoundTrips) {
   for (const CoordinateKey& key :
        {CoordinateKey{-1, -1, false, 0}, CoordinateKey{0, 0, true, 1},
-        CoordinateKey{2147483646, kMaxPosition, true, ~uint64_t{0}}}) {
+        CoordinateKey{2147483646, kMaxPosition, true, kMaxSequence},
+        CoordinateKey{7, kMaxPosition, false, kMaxSequence}}) {
     absl::StatusOr<CoordinateKey> decoded = DecodeCoordinateKey(Encode(key));
     ASSERT_TRUE(decoded.ok()) << decoded.status();
     EXPECT_EQ(*decoded, key);
   }
   EXPECT_EQ(DecodeCoordinateKey("short").status().code(), absl::StatusCode::kDataLoss);
+}
+
+// htslib reads pos = 2^31 - 1 (SAM POS 2147483648, past the spec's limit but
+// within BAM's int32) and samtools sorts it after 2^31 - 2; the old layout,
+// (pos + 1) << 1 | strand in 32 bits, had no key for it.
+TEST(KeyCodec, LargestBamPositionSortsLastWithinItsReference) {
+  EXPECT_EQ(kMaxPosition, 2147483647);
+  EXPECT_LT(Encode({0, kMaxPosition - 1, true, 9}), Encode({0, kMaxPosition, false, 0}));
+  EXPECT_LT(Encode({0, kMaxPosition, true, 0}), Encode({1, -1, false, 0}));
 }
 
 TEST(KeyCodec, RejectsCoordinatesOutsideBam) {
