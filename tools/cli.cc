@@ -30,7 +30,6 @@ namespace rocksort::tools {
 namespace {
 
 constexpr uint64_t kMinMemoryPerThread = uint64_t{1} << 20;  // As samtools.
-constexpr const char* kIndexDelimiter = "##idx##";  // htslib's HTS_IDX_DELIM.
 
 enum LongOnly {
   kNoPg = 256,
@@ -322,13 +321,13 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
     if (positional.size() == 2) o.output = positional[1];
   }
   // samtools' "OUT##idx##INDEX" names the index of OUT.
-  if (const size_t at = o.output.find(kIndexDelimiter); at != std::string::npos) {
-    o.index_output = o.output.substr(at + std::strlen(kIndexDelimiter));
+  if (const size_t at = o.output.find(HTS_IDX_DELIM); at != std::string::npos) {
+    o.index_output = o.output.substr(at + std::strlen(HTS_IDX_DELIM));
     o.output.resize(at);
     if (o.output.empty() || o.index_output.empty()) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "invalid output \"%s%s%s\": expected OUT%sINDEX", o.output, kIndexDelimiter,
-          o.index_output, kIndexDelimiter));
+          "invalid output \"%s%s%s\": expected OUT%sINDEX", o.output, HTS_IDX_DELIM,
+          o.index_output, HTS_IDX_DELIM));
     }
   }
   if (o.write_index && o.output == "-") {

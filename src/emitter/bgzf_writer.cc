@@ -255,6 +255,7 @@ class BgzfWriter::Impl {
   void WriterLoop() {
     for (;;) {
       Block* block = nullptr;
+      uint64_t address = 0;  // Where `block` is written.
       {
         absl::MutexLock lock(&mu_);
         auto ready = [](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
@@ -285,10 +286,11 @@ class BgzfWriter::Impl {
           free_.push_back(block);
           continue;
         }
+        // Every block before this one was written: this one goes here.
+        address = bytes_written_;
       }
       absl::Status s = WriteAll(fd_, name_, block->out.get(), block->out_len);
       if (s.ok() && !block->marks.empty()) {
-        const uint64_t address = address_;  // Where this block was written.
         for (const auto& [end, entry] : block->marks) {
           const uint64_t offset = end == block->in_len ? (address + block->out_len) << 16
                                                        : address << 16 | end;
@@ -299,7 +301,6 @@ class BgzfWriter::Impl {
       absl::MutexLock lock(&mu_);
       if (!s.ok() && error_.ok()) error_ = s;
       if (s.ok()) bytes_written_ += block->out_len;
-      address_ += block->out_len;
       ++next_to_write_;
       free_.push_back(block);
     }
@@ -316,8 +317,6 @@ class BgzfWriter::Impl {
 
   // Only touched by the caller's thread.
   Block* current_ = nullptr;
-  // Only touched by the writer thread: where the next block goes.
-  uint64_t address_ = 0;
 
   absl::Mutex mu_;
   std::deque<Block*> free_ ABSL_GUARDED_BY(mu_);
