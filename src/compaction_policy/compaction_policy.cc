@@ -24,8 +24,30 @@ constexpr int kNeverStall = 1 << 30;
 // Lower bound of the final merge's and the background compactions' memory;
 // see MakePlan.
 constexpr uint64_t kMinMergeBudget = 16 * kMiB;
-// The final merge reads at least this many runs from each lane.
+// The final merge's memory is at least what this many runs per lane take at
+// the profile's seek floor (below); at a smaller readahead the same memory
+// reads more runs.
 constexpr uint64_t kMinFinalRunsPerLane = 8;
+
+// What the emitter consumes per thread: BGZF compression at samtools' level
+// turns about this many bytes of sorted runs (Snappy, ~0.49 of the records)
+// per second per core into output on the benchmark machine (3.44 GB of final
+// runs in 65 s at -@ 2, docs/benchmarks.md).
+constexpr double kEmitRunBytesPerThread = 26e6;
+// The final merge's reads must deliver this much more than the emitter
+// consumes: room for faster cores and for the merge's own pauses.
+constexpr double kFeedHeadroom = 1.5;
+
+// The smallest readahead per run with which a disk of seek time `seek_s` and
+// bandwidth `bandwidth` (bytes/s) delivers `rate` bytes/s to a merge that
+// reads its runs in turn: a read of R bytes takes seek + R / bandwidth, so
+// R / (seek + R / bandwidth) >= rate when R >= rate x seek / (1 - rate /
+// bandwidth). `ceiling` when the disk cannot deliver the rate at all.
+uint64_t FeedingReadahead(double rate, double seek_s, double bandwidth, uint64_t ceiling) {
+  if (rate >= bandwidth) return ceiling;
+  const double readahead = rate * seek_s / (1.0 - rate / bandwidth);
+  return readahead >= static_cast<double>(ceiling) ? ceiling : static_cast<uint64_t>(readahead);
+}
 // Descriptors kept out of RocksDB's table cache: stdio, the input, the
 // output, LOG, MANIFEST, the files being written, htslib's and libc's own.
 constexpr uint64_t kReservedFiles = 64;
@@ -129,28 +151,48 @@ SortPlan MakePlan(const PolicyInput& input) {
   table.checksum = rocksdb::kXXH3;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
-  // Readahead per run at the final merge. On a rotating disk a seek costs
-  // ~8-10 ms, the time to transfer ~1.5 MiB, so reads of ~2 MiB keep seeks
-  // below half the time; RocksDB's own tuning guide asks for at least 2 MiB
-  // there. Intermediate merges (background compactions and the merges after
-  // loading) may read in smaller chunks, down to min_merge_readahead: they
-  // are CPU-bound (one thread merges on the order of 100 MB/s of runs on the
-  // benchmark machine), 1 MiB reads still deliver ~75 MB/s from a disk, and the
-  // memory saved buys a wider fan-in, i.e. fewer rewrites of every record.
+  // Readahead per run. The seek floor: on a rotating disk a seek costs ~8 ms,
+  // the time to transfer ~1.4 MiB at 180 MB/s, so reads of 2 MiB keep seeks
+  // below 40% of the disk's time however the reads interleave (RocksDB's
+  // tuning guide asks for at least 2 MiB there); an SSD needs 256 KiB.
+  // Intermediate merges (background compactions and the merges after
+  // loading) read in smaller chunks, down to min_merge_readahead: they are
+  // CPU-bound (one thread merges on the order of 100 MB/s of runs on the
+  // benchmark machine), 1 MiB reads still deliver ~75 MB/s from a disk, and
+  // the memory saved buys a wider fan-in, i.e. fewer rewrites of every record.
+  double seek_s = 0.0001;
+  double bandwidth = 1e9;
+  uint64_t seek_floor = 256 * kKiB;
   if (input.disk == DiskKind::kHdd) {
-    plan.min_readahead = 2 * kMiB;
+    seek_s = 0.008;
+    bandwidth = 180e6;
+    seek_floor = 2 * kMiB;
     plan.max_readahead = 16 * kMiB;
     plan.min_merge_readahead = 1 * kMiB;
   } else {
-    plan.min_readahead = 256 * kKiB;
     plan.max_readahead = 4 * kMiB;
     plan.min_merge_readahead = 256 * kKiB;
   }
+  // The final merge does not need the seek floor when fewer bytes per second
+  // suffice: it only has to keep up with the emitter, which is bound by BGZF
+  // compression. Reads of FeedingReadahead bytes supply kFeedHeadroom times
+  // what the emitter's threads consume, so at -@ 1-2 a disk's 1 MiB reads
+  // do (75-78 MB/s against 26-52 MB/s), at -@ 3 and more the floor stays
+  // (larger reads than 2 MiB are cut into 2 MiB pieces by the kernel, and
+  // cost final runs). Every run fewer at the final merge is merging before
+  // it: with 1 MiB reads -@ 2 -m 8M reads 31 runs at the end instead of 16
+  // in the same memory, write amplification 2.93 instead of 3.19, and
+  // -m 32M 45 instead of 23, 2.19 instead of 2.30 (2 GiB BAM, emulated HDD).
+  plan.min_readahead = std::clamp<uint64_t>(
+      FeedingReadahead(kFeedHeadroom * kEmitRunBytesPerThread * threads, seek_s, bandwidth,
+                       seek_floor),
+      plan.min_merge_readahead, seek_floor);
   // Whole requests: the floors to the nearest number of them (1964 KiB and
   // 948 KiB for a 1016 KiB request; a floor may so grow by up to half a
   // request, which the memory below accounts for), the ceiling down.
   plan.request_bytes = input.request_bytes;
   plan.read_slack = table.block_size + 4 * kKiB;  // A block (+ trailer) and page alignment.
+  seek_floor = FitToRequests(seek_floor, plan.request_bytes, plan.read_slack, /*nearest=*/true);
   plan.min_readahead =
       FitToRequests(plan.min_readahead, plan.request_bytes, plan.read_slack, /*nearest=*/true);
   plan.min_merge_readahead = FitToRequests(plan.min_merge_readahead, plan.request_bytes,
@@ -183,7 +225,8 @@ SortPlan MakePlan(const PolicyInput& input) {
   // The final merge gets three quarters of the budget (the memtables are
   // flushed and freed by then; the last quarter holds the emitter's BGZF
   // pool), but at least enough to read kMinFinalRunsPerLane runs from every
-  // lane at min_readahead, and never less than kMinMergeBudget: a merge needs
+  // lane at the seek floor (twice as many at a 1 MiB min_readahead), and
+  // never less than kMinMergeBudget: a merge needs
   // a block or two per run whatever the budget, and every final run fewer
   // means more merging before it. Half the budget (K = 16 instead of 23 at
   // -@ 2 -m 32M on a disk) left more background-merged runs per lane than the
@@ -191,7 +234,7 @@ SortPlan MakePlan(const PolicyInput& input) {
   // write amplification 2.53 instead of 2.35, and 18.5-25 s instead of 15 s of
   // merging after loading, on the 2 GiB benchmark (docs/benchmarks.md).
   plan.merge_budget = std::max({budget / 4 * 3, kMinMergeBudget,
-                                plan.lanes * kMinFinalRunsPerLane * (plan.min_readahead + blocks)});
+                                plan.lanes * kMinFinalRunsPerLane * (seek_floor + blocks)});
   plan.max_final_runs = static_cast<int>(std::clamp<uint64_t>(
       std::min(plan.merge_budget / (plan.min_readahead + blocks), readable_runs), 2, 4096));
   plan.max_final_runs_per_lane = plan.max_final_runs / plan.lanes;

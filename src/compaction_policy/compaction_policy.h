@@ -12,7 +12,8 @@
 //          loader batch    min(4 MiB, B/16)
 //   after loading, P = 3/4 B + max(B/4, 16 MiB) (what loading used) is
 //   shared by the merges that run at once (one per lane); the final merge
-//   then uses max(B/2, 16 MiB, 8 runs per lane). Per sorted run a merge holds
+//   then uses max(3/4 B, 16 MiB, 8 runs per lane at the seek floor). Per
+//   sorted run a merge holds
 //   its readahead + 2 x block_size (compressed readahead buffer plus the
 //   decoded block the iterator holds).
 // The fixed overhead outside B (htslib decode queues, BGZF blocks in flight,
@@ -94,8 +95,9 @@ struct SortPlan {
   size_t merge_down_readahead = 0;
   // Memory the final merge may spend on readahead and blocks, bytes.
   uint64_t merge_budget = 0;
-  // Readahead per run below which the final merge becomes seek-bound on this
-  // disk.
+  // Smallest readahead per run of the final merge: the disk's seek floor
+  // (2 MiB on hdd, 256 KiB on ssd), or less when smaller reads still
+  // deliver what the emitter consumes (1 MiB on hdd at -@ 1-2).
   size_t min_readahead = 0;
   // Smallest readahead per input of an intermediate merge (background
   // compaction or a merge after loading); the options' compaction_readahead_size
@@ -125,11 +127,14 @@ struct SortPlan {
 // Derives every option from `input`. memory_budget below 1 MiB counts as 1 MiB.
 //
 // The model (docs/design.md derives it):
-//   * A disk needs reads of at least min_readahead per request to keep seeks
-//     a small fraction of transfer time: seek x bandwidth is ~1.4 MiB on a
-//     disk (8 ms at 180 MB/s), ~0.1 MiB on an SSD; min_readahead is ~1.5x that.
+//   * A disk needs reads of a seek floor per request to keep seeks a small
+//     fraction of transfer time: seek x bandwidth is ~1.4 MiB on a disk (8 ms
+//     at 180 MB/s), ~0.1 MiB on an SSD; the floor is ~1.5x that (2 MiB, 256
+//     KiB). The final merge only has to keep up with the emitter (BGZF-bound,
+//     ~26 MB/s of runs per thread), so min_readahead is the smallest read
+//     that delivers 1.5x that, between 1 MiB and the floor on a disk.
 //   * The final merge may use merge_budget = max(3/4 B, 16 MiB, enough for 8
-//     runs per lane), so it reads at most
+//     runs per lane at the floor), so it reads at most
 //     K = max_final_runs = merge_budget / (min_readahead + 2 x block) runs.
 //   * Expected runs T = size / write_buffer_size. If T <= K nothing is merged
 //     before the end (compaction would be pure write amplification). Otherwise

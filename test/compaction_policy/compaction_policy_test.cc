@@ -128,7 +128,8 @@ TEST(CompactionPolicy, FinalReadaheadIsClampedToDiskProfile) {
   EXPECT_EQ(FinalReadahead(ssd, 1), ssd.max_readahead);
   EXPECT_EQ(FinalReadahead(ssd, 100000), ssd.min_readahead);
   const SortPlan hdd = MakePlan(Input(768 * kMiB, 1, 0, DiskKind::kHdd));
-  EXPECT_GE(FinalReadahead(hdd, 1000), 2 * kMiB);
+  EXPECT_GE(FinalReadahead(hdd, 1000), 1 * kMiB);
+  EXPECT_EQ(FinalReadahead(hdd, 1000), hdd.min_readahead);
 }
 
 // Device request sizes the memory tests run with: unknown, virtio (254
@@ -301,7 +302,8 @@ TEST(CompactionPolicy, RequestsNoLargerThanTheSlackLeaveReadaheadAsIs) {
 }
 
 TEST(CompactionPolicy, HddFloorsRoundToTheNearestWholeRequest) {
-  PolicyInput in = Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kHdd);
+  // -@ 3: the final merge's floor is the 2 MiB seek floor (below).
+  PolicyInput in = Input(64 * kMiB, 3, 64 * 1024 * kMiB, DiskKind::kHdd);
   in.request_bytes = uint64_t{1016} << 10;
   SortPlan plan = MakePlan(in);
   // 2 MiB + slack is just over two requests: two, minus the slack.
@@ -321,7 +323,7 @@ TEST(CompactionPolicy, HddFloorsRoundToTheNearestWholeRequest) {
 TEST(CompactionPolicy, HddReadsFewerLargerChunks) {
   const SortPlan ssd = MakePlan(Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kSsd));
   const SortPlan hdd = MakePlan(Input(64 * kMiB, 2, 64 * 1024 * kMiB, DiskKind::kHdd));
-  EXPECT_GE(hdd.min_readahead, 2 * kMiB);
+  EXPECT_GE(hdd.min_readahead, 1 * kMiB);
   EXPECT_GE(hdd.min_merge_readahead, 1 * kMiB);
   EXPECT_GT(hdd.min_readahead, ssd.min_readahead);
   EXPECT_LT(hdd.max_final_runs, ssd.max_final_runs);
@@ -344,13 +346,50 @@ TEST(CompactionPolicy, FinalMergeGetsThreeQuartersOfTheBudget) {
   in.request_bytes = 1016 * 1024;  // The benchmark's virtio disk.
   const SortPlan plan = MakePlan(in);
   EXPECT_EQ(plan.merge_budget, 48 * kMiB);
-  EXPECT_EQ(plan.max_final_runs, 23);  // 48 MiB / (1964 KiB + 2 x 64 KiB).
+  EXPECT_EQ(plan.max_final_runs, 45);  // 48 MiB / (948 KiB + 2 x 64 KiB).
   for (uint64_t budget : {256 * kMiB, 1024 * kMiB, 8192 * kMiB}) {
     for (int threads : {2, 8}) {
       const SortPlan p = MakePlan(Input(budget, threads, 100 * budget, DiskKind::kHdd));
       EXPECT_LE(p.merge_budget, budget / 4 * 3) << budget << " " << threads;
     }
   }
+}
+
+// On a disk, the final merge reads in chunks that deliver 1.5x what the
+// emitter's threads consume (26 MB/s each) at 8 ms per seek and 180 MB/s,
+// between the 1 MiB of intermediate merges and the 2 MiB seek floor: 1 MiB
+// reads at -@ 1-2, which double the runs the final merge reads in the
+// floor's memory.
+TEST(CompactionPolicy, FinalReadsOnADiskKeepUpWithTheEmitter) {
+  const auto delivered = [](uint64_t readahead) {
+    return static_cast<double>(readahead) / (0.008 + static_cast<double>(readahead) / 180e6);
+  };
+  uint64_t previous = 0;
+  for (int threads = 1; threads <= 64; ++threads) {
+    const SortPlan plan = MakePlan(Input(64 * kMiB, threads, 7 * 1024 * kMiB, DiskKind::kHdd));
+    SCOPED_TRACE(threads);
+    EXPECT_GE(plan.min_readahead, plan.min_merge_readahead);
+    EXPECT_LE(plan.min_readahead, 2 * kMiB);
+    EXPECT_GE(plan.min_readahead, previous);  // More threads consume faster.
+    previous = plan.min_readahead;
+    if (plan.min_readahead < 2 * kMiB) {
+      EXPECT_GE(delivered(plan.min_readahead), 1.5 * 26e6 * threads * 0.999);
+    }
+  }
+  EXPECT_EQ(MakePlan(Input(64 * kMiB, 1, 0, DiskKind::kHdd)).min_readahead, 1 * kMiB);
+  EXPECT_LT(MakePlan(Input(64 * kMiB, 2, 0, DiskKind::kHdd)).min_readahead, 2 * kMiB);
+  EXPECT_EQ(MakePlan(Input(64 * kMiB, 3, 0, DiskKind::kHdd)).min_readahead, 2 * kMiB);
+  // SSDs: 256 KiB delivers far more than any emitter consumes.
+  EXPECT_EQ(MakePlan(Input(64 * kMiB, 64, 0, DiskKind::kSsd)).min_readahead, 256 * 1024);
+
+  // -@ 2 -m 8M on the benchmark's disk: the floor's memory, 8 runs per lane
+  // at 1964 KiB + 2 blocks, reads 31 runs at 948 KiB + 2 blocks.
+  PolicyInput in = Input(16 * kMiB, 2, 7 * 1024 * kMiB, DiskKind::kHdd);
+  in.request_bytes = 1016 * 1024;
+  const SortPlan plan = MakePlan(in);
+  EXPECT_EQ(plan.min_readahead, 948 * 1024);
+  EXPECT_EQ(plan.merge_budget, 2 * 8 * (1964 + 128) * 1024);
+  EXPECT_EQ(plan.max_final_runs, 31);
 }
 
 TEST(CompactionPolicy, TinyBudgetStillMergesManyRunsAtOnce) {
