@@ -48,6 +48,7 @@ uint64_t FeedingReadahead(double rate, double seek_s, double bandwidth, uint64_t
   const double readahead = rate * seek_s / (1.0 - rate / bandwidth);
   return readahead >= static_cast<double>(ceiling) ? ceiling : static_cast<uint64_t>(readahead);
 }
+
 // Descriptors kept out of RocksDB's table cache: stdio, the input, the
 // output, LOG, MANIFEST, the files being written, htslib's and libc's own.
 constexpr uint64_t kReservedFiles = 64;

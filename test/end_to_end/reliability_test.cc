@@ -958,17 +958,21 @@ TEST_F(ReliabilityTest, FullTempFilesystemFailsCleanly) {
   }
 }
 
-// Room for the flushed runs (13.6 MB measured for this input) but not for
-// merging them: with -m 1M and the hdd profile the final merge reads at most
-// 6 runs, so rocksort merges runs after loading, and a merge's output
-// exists before its inputs are deleted. Sizes measured: 16 MiB fails while
-// loading, 18-20 MiB while merging, 22 MiB succeeds.
+// Room for the flushed runs (13.5 MB measured for this input) but not for
+// merging them: with -m 4M and the hdd profile the final merge reads at most
+// 15 of the 25 runs, so rocksort merges 11 of them (5.6 MB) after loading,
+// and a merge's output exists before its inputs are deleted. Sizes measured
+// (eighth session): up to 16 MiB fails while loading, 17-22 MiB while
+// merging, 23 MiB sometimes succeeds (deletion timing), 24 MiB always.
+// 20 MiB leaves 3 MiB either way; the -m 1M version of this test had a
+// window of 18-20 MiB once the final merge read 1 MiB chunks, and its 19 MiB
+// succeeded once under ctest -j2.
 TEST_F(ReliabilityTest, FullTempFilesystemWhileMergingFailsCleanly) {
-  const std::string tmp = MountTmpfs("merge_tmp", "19m", /*read_only=*/false);
+  const std::string tmp = MountTmpfs("merge_tmp", "20m", /*read_only=*/false);
   if (tmp.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << mount_error_;
   const std::string in = Generate("in.bam", "-n 40000 --seed 13");
   const CommandResult r = RunCommand(Rocksort(absl::StrCat(
-      "-m 1M --no-compaction --disk hdd -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
+      "-m 4M --no-compaction --disk hdd -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
   ExpectCleanFailure(r, 1, {tmp});
   EXPECT_TRUE(absl::StrContains(r.stderr_text, "merging sorted runs failed")) << r.stderr_text;
   EXPECT_TRUE(fs::is_empty(tmp)) << "the tmpfs is not empty";
