@@ -182,8 +182,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   // (larger reads than 2 MiB are cut into 2 MiB pieces by the kernel, and
   // cost final runs). Every run fewer at the final merge is merging before
   // it: with 1 MiB reads -@ 2 -m 8M reads 31 runs at the end instead of 16
-  // in the same memory, write amplification 2.93 instead of 3.19, and
-  // -m 32M 45 instead of 23, 2.19 instead of 2.30 (2 GiB BAM, emulated HDD).
+  // in the same memory, write amplification 2.91 instead of 3.10, and
+  // -m 32M 45 instead of 23, 2.21 instead of 2.34 (2 GiB BAM, emulated HDD,
+  // docs/benchmarks.md, seventh and eighth sessions).
   plan.min_readahead = std::clamp<uint64_t>(
       FeedingReadahead(kFeedHeadroom * kEmitRunBytesPerThread * threads, seek_s, bandwidth,
                        seek_floor),
