@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -38,15 +39,14 @@ constexpr double kEmitRunBytesPerThread = 26e6;
 // consumes: room for faster cores and for the merge's own pauses.
 constexpr double kFeedHeadroom = 1.5;
 
-// The smallest readahead per run with which a disk of seek time `seek_s` and
-// bandwidth `bandwidth` (bytes/s) delivers `rate` bytes/s to a merge that
-// reads its runs in turn: a read of R bytes takes seek + R / bandwidth, so
-// R / (seek + R / bandwidth) >= rate when R >= rate x seek / (1 - rate /
-// bandwidth). `ceiling` when the disk cannot deliver the rate at all.
-uint64_t FeedingReadahead(double rate, double seek_s, double bandwidth, uint64_t ceiling) {
-  if (rate >= bandwidth) return ceiling;
-  const double readahead = rate * seek_s / (1.0 - rate / bandwidth);
-  return readahead >= static_cast<double>(ceiling) ? ceiling : static_cast<uint64_t>(readahead);
+// The smallest readahead per run, in bytes, with which a disk of seek time
+// `seek_s` and bandwidth `bandwidth` (bytes/s) delivers `rate` bytes/s to a
+// merge that reads its runs in turn: a read of R bytes takes seek + R /
+// bandwidth, so R / (seek + R / bandwidth) >= rate when R >= rate x seek /
+// (1 - rate / bandwidth). Infinite when the disk cannot deliver the rate.
+double FeedingReadahead(double rate, double seek_s, double bandwidth) {
+  if (rate >= bandwidth) return std::numeric_limits<double>::infinity();
+  return rate * seek_s / (1.0 - rate / bandwidth);
 }
 
 // Descriptors kept out of RocksDB's table cache: stdio, the input, the
@@ -185,10 +185,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   // in the same memory, write amplification 2.91 instead of 3.10, and
   // -m 32M 45 instead of 23, 2.21 instead of 2.34 (2 GiB BAM, emulated HDD,
   // docs/benchmarks.md, seventh and eighth sessions).
-  plan.min_readahead = std::clamp<uint64_t>(
-      FeedingReadahead(kFeedHeadroom * kEmitRunBytesPerThread * threads, seek_s, bandwidth,
-                       seek_floor),
-      plan.min_merge_readahead, seek_floor);
+  plan.min_readahead = static_cast<size_t>(std::clamp<double>(
+      FeedingReadahead(kFeedHeadroom * kEmitRunBytesPerThread * threads, seek_s, bandwidth),
+      plan.min_merge_readahead, seek_floor));
   // Whole requests: the floors to the nearest number of them (1964 KiB and
   // 948 KiB for a 1016 KiB request; a floor may so grow by up to half a
   // request, which the memory below accounts for), the ceiling down.
@@ -228,9 +227,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   // flushed and freed by then; the last quarter holds the emitter's BGZF
   // pool), but at least enough to read kMinFinalRunsPerLane runs from every
   // lane at the seek floor (twice as many at a 1 MiB min_readahead), and
-  // never less than kMinMergeBudget: a merge needs
-  // a block or two per run whatever the budget, and every final run fewer
-  // means more merging before it. Half the budget (K = 16 instead of 23 at
+  // never less than kMinMergeBudget: a merge needs a block or two per run
+  // whatever the budget, and every final run fewer means more merging
+  // before it. Half the budget (K = 16 instead of 23 at
   // -@ 2 -m 32M on a disk) left more background-merged runs per lane than the
   // final merge could read, so the merges after loading rewrote most of them:
   // write amplification 2.53 instead of 2.35, and 18.5-25 s instead of 15 s of

@@ -23,6 +23,10 @@ uint32_t GetBigEndian32(const char* in) {
          uint32_t{p[3]};
 }
 
+uint64_t GetBigEndian64(const char* in) {
+  return uint64_t{GetBigEndian32(in)} << 32 | GetBigEndian32(in + 4);
+}
+
 }  // namespace
 
 absl::Status CheckCoordinate(int32_t tid, int64_t pos) {
@@ -54,8 +58,7 @@ absl::StatusOr<CoordinateKey> DecodeCoordinateKey(absl::string_view bytes) {
   CoordinateKey key;
   key.tid = static_cast<int32_t>(GetBigEndian32(bytes.data()));
   key.pos = static_cast<int64_t>(GetBigEndian32(bytes.data() + 4)) - 1;
-  const uint64_t strand_seq = uint64_t{GetBigEndian32(bytes.data() + 8)} << 32 |
-                              GetBigEndian32(bytes.data() + 12);
+  const uint64_t strand_seq = GetBigEndian64(bytes.data() + 8);
   key.reverse = (strand_seq >> 63) != 0;
   key.seq = strand_seq & kMaxSequence;
   return key;
