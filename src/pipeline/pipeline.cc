@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "compaction_policy/disk_detect.h"
+#include "compaction_policy/merge_plan.h"
 #include "emitter/emitter.h"
 #include "loader/loader.h"
 #include "pipeline/temp_db.h"
@@ -129,10 +130,11 @@ absl::Status QuiesceCompactions(rocksdb::DB* db,
 }
 
 // Intermediate merges in one lane: while it has more runs than the final
-// merge may read from it, merge the cheapest window of adjacent runs (at most
-// `fan_in`, and no more than needed to reach `max_runs`) into one.
-// `after_merge` is called with the bytes each merge wrote. Stops with
-// Aborted between merges once `stop` (another lane failed) is set.
+// merge may read from it, merge the first window of the plan that rewrites
+// the fewest bytes (compaction_policy::PlanMergeDown, at most `fan_in` runs
+// each), then plan again. `after_merge` is called with the bytes each merge
+// wrote. Stops with Aborted between merges once `stop` (another lane failed)
+// is set.
 absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane, int max_runs,
                               int fan_in, const std::atomic<bool>* cancelled,
                               const std::atomic<bool>& stop,
@@ -140,22 +142,20 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane
   int merges = 0;
   for (;;) {
     std::vector<rocksdb::SstFileMetaData> runs = SortedRuns(db, lane);
-    const int n = static_cast<int>(runs.size());
-    if (n <= max_runs) return merges;
+    std::vector<uint64_t> run_bytes;
+    for (const rocksdb::SstFileMetaData& run : runs) run_bytes.push_back(run.size);
+    const std::vector<compaction_policy::MergeWindow> plan =
+        compaction_policy::PlanMergeDown(run_bytes, max_runs, fan_in);
+    if (plan.empty()) return merges;
     if (cancelled != nullptr && cancelled->load()) {
       return absl::CancelledError("interrupted while merging runs");
     }
     if (stop.load()) return absl::AbortedError("stopped: another lane's merge failed");
-    const int width = std::min(fan_in, n - max_runs + 1);
-    int best = 0;
-    uint64_t best_bytes = UINT64_MAX;
-    for (int start = 0; start + width <= n; ++start) {
-      uint64_t bytes = 0;
-      for (int i = start; i < start + width; ++i) bytes += runs[i].size;
-      if (bytes < best_bytes) best_bytes = bytes, best = start;
-    }
+    const compaction_policy::MergeWindow window = plan.front();
     std::vector<std::string> names;
-    for (int i = best; i < best + width; ++i) names.push_back(runs[i].name);
+    for (int i = window.start; i < window.start + window.width; ++i) {
+      names.push_back(runs[i].name);
+    }
     rocksdb::CompactionOptions compaction;
     compaction.compression = rocksdb::kSnappyCompression;
     rocksdb::CompactionJobInfo info;

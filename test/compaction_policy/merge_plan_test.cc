@@ -1,0 +1,132 @@
+#include "compaction_policy/merge_plan.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace rocksort::compaction_policy {
+namespace {
+
+constexpr uint64_t kFresh = 7;    // A memtable's run, in MB.
+constexpr uint64_t kMerged = 71;  // A background merge of ten of them.
+
+// Checks that `plan` is a valid plan for the lane and returns the bytes it
+// rewrites: windows in order, disjoint, 2..fan_in wide, leaving <= max_runs.
+uint64_t CheckedCost(const std::vector<uint64_t>& runs, const std::vector<MergeWindow>& plan,
+                     int max_runs, int fan_in) {
+  uint64_t bytes = 0;
+  int end = 0;
+  int removed = 0;
+  for (const MergeWindow& w : plan) {
+    EXPECT_GE(w.start, end) << "windows overlap or are out of order";
+    EXPECT_GE(w.width, 2);
+    EXPECT_LE(w.width, fan_in);
+    EXPECT_LE(w.start + w.width, static_cast<int>(runs.size()));
+    for (int i = w.start; i < w.start + w.width; ++i) bytes += runs[i];
+    end = w.start + w.width;
+    removed += w.width - 1;
+  }
+  EXPECT_LE(static_cast<int>(runs.size()) - removed, max_runs);
+  return bytes;
+}
+
+// The cheapest plan by trying every split of the lane into adjacent groups.
+uint64_t BruteForceCost(const std::vector<uint64_t>& runs, int max_runs, int fan_in) {
+  const int n = static_cast<int>(runs.size());
+  uint64_t best = std::numeric_limits<uint64_t>::max();
+  for (uint32_t cuts = 0; cuts < (1u << (n - 1)); ++cuts) {  // Bit i: a cut after run i.
+    int groups = 0;
+    bool fits = true;
+    uint64_t bytes = 0;
+    for (int start = 0; start < n;) {
+      int end = start + 1;
+      while (end < n && !(cuts >> (end - 1) & 1)) ++end;
+      const int width = end - start;
+      if (width > fan_in) fits = false;
+      if (width > 1) {
+        for (int i = start; i < end; ++i) bytes += runs[i];
+      }
+      ++groups;
+      start = end;
+    }
+    if (fits && groups <= max_runs) best = std::min(best, bytes);
+  }
+  return best;
+}
+
+TEST(MergePlan, NothingToDoWithinTheLimit) {
+  EXPECT_TRUE(PlanMergeDown({}, 4, 10).empty());
+  EXPECT_TRUE(PlanMergeDown({5, 5, 5, 5}, 4, 10).empty());
+}
+
+// What background compaction left in a lane of the 2 GiB benchmark (-@ 2
+// -m 32M, sizes in MB, oldest first): fresh runs it never reached, then
+// merged runs with single fresh runs left between them. The cheapest
+// full-width window, taken again and again, rewrites 855 MB to get to 22
+// runs; the plan 677 MB.
+TEST(MergePlan, LeavesMergedRunsAloneWhereItCan) {
+  const std::vector<uint64_t> lane = {
+      7,  7,  7,  7, 7, 7,  7,  7,  7,  7, 7, 7,  71, 71, 7,  71, 7, 7, 71, 7, 7, 7, 71,
+      71, 7,  71, 71, 7, 7, 7,  71, 7,  71, 71, 7, 7, 71, 7,  71, 7, 7, 7,  7, 7, 7, 7,
+      7,  7,  7,  7,  7, 7, 71, 7,  7,  71, 7, 71, 7, 7,  71, 7,  7, 7, 7,  7, 7, 7, 7};
+  const std::vector<MergeWindow> plan = PlanMergeDown(lane, 22, 30);
+  EXPECT_EQ(CheckedCost(lane, plan, 22, 30), 677u);
+}
+
+TEST(MergePlan, MergesOnlyFreshRunsWhenTheyAreEnough) {
+  // Ten merged runs, then 20 fresh ones: 12 runs must go, and the fresh
+  // runs alone can lose them.
+  std::vector<uint64_t> lane(10, kMerged);
+  lane.insert(lane.end(), 20, kFresh);
+  const std::vector<MergeWindow> plan = PlanMergeDown(lane, 18, 16);
+  EXPECT_EQ(CheckedCost(lane, plan, 18, 16), 13 * kFresh);
+  for (const MergeWindow& w : plan) EXPECT_GE(w.start, 10);
+}
+
+TEST(MergePlan, MatchesExhaustiveSearch) {
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int n = 2 + static_cast<int>(random() % 11);
+    std::vector<uint64_t> lane(n);
+    for (uint64_t& bytes : lane) bytes = random() % 3 == 0 ? 60 + random() % 30 : 1 + random() % 9;
+    const int fan_in = 2 + static_cast<int>(random() % 5);
+    const int max_runs = 1 + static_cast<int>(random() % n);
+    const uint64_t best = BruteForceCost(lane, max_runs, fan_in);
+    const std::vector<MergeWindow> plan = PlanMergeDown(lane, max_runs, fan_in);
+    if (best == std::numeric_limits<uint64_t>::max()) {
+      // One round cannot get there: one full-width window, then plan again.
+      ASSERT_EQ(plan.size(), 1u);
+      EXPECT_EQ(plan[0].width, std::min(fan_in, n - max_runs + 1));
+      continue;
+    }
+    EXPECT_EQ(CheckedCost(lane, plan, max_runs, fan_in), best)
+        << "trial " << trial << ": n " << n << ", max_runs " << max_runs << ", fan_in " << fan_in;
+  }
+}
+
+// More runs than one round of merges can take down: the cheapest window of
+// full width first (the oldest of equal ones); planning again after each
+// merge gets there.
+TEST(MergePlan, SeveralRoundsStartWithTheCheapestFullWindow) {
+  std::vector<uint64_t> lane = {9, 9, 9, 9, 1, 1, 1, 9, 9, 9, 9, 9};
+  std::vector<MergeWindow> plan = PlanMergeDown(lane, 2, 3);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0], (MergeWindow{4, 3}));
+  int merges = 0;
+  while (!(plan = PlanMergeDown(lane, 2, 3)).empty()) {
+    const MergeWindow w = plan.front();
+    uint64_t merged = 0;
+    for (int i = w.start; i < w.start + w.width; ++i) merged += lane[i];
+    lane.erase(lane.begin() + w.start, lane.begin() + w.start + w.width);
+    lane.insert(lane.begin() + w.start, merged);
+    ASSERT_LT(++merges, 20);
+  }
+  EXPECT_LE(lane.size(), 2u);
+}
+
+}  // namespace
+}  // namespace rocksort::compaction_policy
