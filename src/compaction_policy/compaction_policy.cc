@@ -278,12 +278,19 @@ SortPlan MakePlan(const PolicyInput& input) {
   // blocks, at least min_merge_readahead.
   plan.merge_fan_in = std::clamp(static_cast<int>(std::ceil(std::max(ratio, 1.0))), 2,
                                  memory_fan_in);
+  // A merge takes at least f runs and, when more fresh runs have piled up
+  // since the lane's last merge, all of them, up to what memory holds.
+  // RocksDB picks the newest runs first: with exactly f, the one or two
+  // fresh runs beyond a multiple of f that a lagging compaction thread finds
+  // were left behind between merged runs, where only a merge that rewrites
+  // a merged run can take them after loading.
+  plan.merge_max_fan_in = memory_fan_in;
   o.compaction_readahead_size =
-      ReadaheadPerInput(plan, compaction_budget, plan.merge_fan_in, blocks,
+      ReadaheadPerInput(plan, compaction_budget, plan.merge_max_fan_in, blocks,
                         plan.min_merge_readahead, plan.max_readahead);
   auto& universal = o.compaction_options_universal;
   universal.min_merge_width = plan.merge_fan_in;
-  universal.max_merge_width = plan.merge_fan_in;
+  universal.max_merge_width = plan.merge_max_fan_in;
   // Merge runs of similar size: each run joins a merge only if it is within
   // 50% of the size of the run before it (the original rocksort ratio), so
   // memtable-sized runs are merged with each other and never into the
@@ -347,14 +354,14 @@ std::string DescribePlan(const SortPlan& plan) {
   const rocksdb::Options& o = plan.options;
   return absl::StrFormat(
       "write_buffer_size=%d x %d, %d lane(s), expected runs %s, compaction %s "
-      "(fan-in %d, trigger %d runs, readahead %d KiB), merges after loading "
+      "(fan-in %d..%d, trigger %d runs, readahead %d KiB), merges after loading "
       "fan-in <= %d, final merge <= %d runs (readahead %d..%d KiB)",
       o.write_buffer_size, o.max_write_buffer_number, plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       plan.compaction == CompactionMode::kOff
           ? "off"
           : plan.compaction == CompactionMode::kPlanned ? "planned" : "adaptive",
-      plan.merge_fan_in,
+      plan.merge_fan_in, plan.merge_max_fan_in,
       plan.compaction == CompactionMode::kAdaptive ? plan.adaptive_trigger_runs
                                                    : o.level0_file_num_compaction_trigger,
       o.compaction_readahead_size / 1024, plan.merge_down_fan_in, plan.max_final_runs,

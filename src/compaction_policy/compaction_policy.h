@@ -83,8 +83,11 @@ struct SortPlan {
   int adaptive_trigger_runs = 0;
   // Runs the size hint predicts (size_hint / write_buffer_size), 0 if unknown.
   uint64_t expected_runs = 0;
-  // Runs one background compaction merges (universal min/max merge width).
+  // Runs one background compaction merges: at least merge_fan_in (universal
+  // min_merge_width), at most merge_max_fan_in (max_merge_width, what the
+  // compaction memory holds at min_merge_readahead per input).
   int merge_fan_in = 0;
+  int merge_max_fan_in = 0;
   // After loading, the memtables' and compactions' memory (post_load_memory)
   // is free for the merges down to K runs, one merge per lane at a time:
   // each merges up to merge_down_fan_in runs read with merge_down_readahead
