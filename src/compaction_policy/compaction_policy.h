@@ -141,12 +141,12 @@ struct SortPlan {
 //     K = max_final_runs = merge_budget / (min_readahead + 2 x block) runs.
 //   * Expected runs T = size / write_buffer_size. If T <= K nothing is merged
 //     before the end (compaction would be pure write amplification). Otherwise
-//     universal compaction merges groups of f runs of similar size in the
-//     background, with f the larger of T / K (one round reaches K runs) and
-//     2, capped by what fits in the compaction memory max(B/4, 16 MiB) at
-//     min_merge_readahead + 2 x block per input; the inputs share that memory
-//     as readahead (compaction_readahead_size). When memory caps f, the
-//     merges after loading take the ~T / f merged runs to K.
+//     universal compaction merges groups of f to F runs of similar size in
+//     the background, with f the larger of T / K (one round reaches K runs)
+//     and 2, and F what fits in the compaction memory max(B/4, 16 MiB) at
+//     min_merge_readahead + 2 x block per input (f <= F); the inputs share
+//     that memory as readahead (compaction_readahead_size). When memory caps
+//     f, the merges after loading take the ~T / f merged runs to K.
 //   * lanes = min(threads, 4): the runs are split over that many column
 //     families so that the merges after loading use that many cores.
 SortPlan MakePlan(const PolicyInput& input);

@@ -3,15 +3,19 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 
 namespace rocksort::compaction_policy {
 namespace {
 
-// The exact plan costs O(runs x runs to remove x fan_in) steps; above this
-// the cheapest full-width window is good enough (such lanes need several
-// rounds of merges anyway, or they have little to remove).
+// The exact plan takes O(runs x runs to remove x fan_in) steps and keeps 4
+// bytes per (runs, runs to remove) pair; above these limits the cheapest
+// full-width window is good enough (such lanes need several rounds of
+// merges anyway, or they have little to remove). 2^16 pairs is 256 KiB: a
+// lane of 195 runs going to 15 (-@ 2 -m 8M) needs 35,000.
 constexpr uint64_t kMaxPlanSteps = uint64_t{1} << 25;
+constexpr uint64_t kMaxPlanCells = uint64_t{1} << 16;
 
 // The cheapest window of width min(fan_in, n - max_runs + 1), the oldest on
 // ties.
@@ -39,35 +43,45 @@ std::vector<MergeWindow> PlanMergeDown(const std::vector<uint64_t>& run_bytes, i
   for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + run_bytes[i];
 
   const int to_remove = n - max_runs;
-  const uint64_t steps = static_cast<uint64_t>(n) * (to_remove + 1) * fan_in;
+  const uint64_t columns = static_cast<uint64_t>(to_remove) + 1;
   if (static_cast<uint64_t>(n) > static_cast<uint64_t>(max_runs) * fan_in ||
-      steps > kMaxPlanSteps) {
+      (n + 1) * columns > kMaxPlanCells || n * columns * fan_in > kMaxPlanSteps) {
     return {CheapestFullWindow(prefix, max_runs, fan_in)};
   }
 
-  // cost[i][r]: the fewest bytes rewritten by windows within the first i
+  // cost(i, r): the fewest bytes rewritten by windows within the first i
   // runs that remove r of them (r counts up to to_remove: removing more is
-  // never needed, so a window that overshoots counts as reaching it).
-  // width[i][r] is the last window's width (1: run i - 1 is not merged) and
-  // from[i][r] the r before it.
+  // never needed, so a window that overshoots counts as reaching it). Rows
+  // are filled forward from row i into rows i + 1 .. i + fan_in, so fan_in
+  // + 1 rows are live at once. step(i, r) records how the best way to (i,
+  // r) got there: the last window's width (1: run i - 1 is not merged) and
+  // the r before it.
+  struct Step {
+    uint16_t width;
+    uint16_t r_before;
+  };
   constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
-  const size_t columns = static_cast<size_t>(to_remove) + 1;
-  std::vector<uint64_t> cost((n + 1) * columns, kNone);
-  std::vector<int> width((n + 1) * columns, 0);
-  std::vector<int> from((n + 1) * columns, 0);
-  auto at = [columns](int i, int r) { return static_cast<size_t>(i) * columns + r; };
+  const int rows = fan_in + 1;
+  std::vector<uint64_t> cost(static_cast<size_t>(rows) * columns, kNone);
+  std::vector<Step> step(static_cast<size_t>(n + 1) * columns, Step{0, 0});
+  auto cost_at = [&](int i, int r) -> uint64_t& {
+    return cost[static_cast<size_t>(i % rows) * columns + r];
+  };
+  auto step_at = [&](int i, int r) -> Step& {
+    return step[static_cast<size_t>(i) * columns + r];
+  };
   auto relax = [&](int i, int r, uint64_t c, int w, int r_before) {
-    if (c < cost[at(i, r)]) {
-      cost[at(i, r)] = c;
-      width[at(i, r)] = w;
-      from[at(i, r)] = r_before;
+    if (c < cost_at(i, r)) {
+      cost_at(i, r) = c;
+      step_at(i, r) = Step{static_cast<uint16_t>(w), static_cast<uint16_t>(r_before)};
     }
   };
-  cost[at(0, 0)] = 0;
+  cost_at(0, 0) = 0;
   for (int i = 0; i < n; ++i) {
     for (int r = 0; r <= to_remove; ++r) {
-      const uint64_t c = cost[at(i, r)];
+      const uint64_t c = cost_at(i, r);
       if (c == kNone) continue;
+      cost_at(i, r) = kNone;  // The row is reused for i + rows.
       relax(i + 1, r, c, 1, r);
       if (r == to_remove) continue;  // Enough removed: the rest stays as it is.
       for (int w = 2; w <= std::min(fan_in, n - i); ++w) {
@@ -78,11 +92,10 @@ std::vector<MergeWindow> PlanMergeDown(const std::vector<uint64_t>& run_bytes, i
 
   std::vector<MergeWindow> plan;
   for (int i = n, r = to_remove; i > 0;) {
-    const int w = width[at(i, r)];
-    const int r_before = from[at(i, r)];
-    if (w > 1) plan.push_back(MergeWindow{i - w, w});
-    i -= w;
-    r = r_before;
+    const Step s = step_at(i, r);
+    if (s.width > 1) plan.push_back(MergeWindow{i - s.width, s.width});
+    i -= s.width;
+    r = s.r_before;
   }
   std::reverse(plan.begin(), plan.end());
   return plan;

@@ -128,5 +128,21 @@ TEST(MergePlan, SeveralRoundsStartWithTheCheapestFullWindow) {
   EXPECT_LE(lane.size(), 2u);
 }
 
+// The sizes the policy produces: a lane at -@ 2 -m 8M (195 runs to 15,
+// fan-in 13) gets the whole plan at once; one far larger than any plan
+// needs (2,000 runs to 400) gets the cheapest full-width window.
+TEST(MergePlan, ExactPlanUpToTheSizesThePolicyProduces) {
+  std::vector<uint64_t> lane(195, kFresh);
+  for (size_t i = 0; i < lane.size(); i += 15) lane[i] = 14 * kFresh;
+  const std::vector<MergeWindow> plan = PlanMergeDown(lane, 15, 13);
+  EXPECT_GT(plan.size(), 1u);
+  CheckedCost(lane, plan, 15, 13);
+
+  const std::vector<uint64_t> huge(2000, kFresh);
+  const std::vector<MergeWindow> one = PlanMergeDown(huge, 400, 10);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].width, 10);
+}
+
 }  // namespace
 }  // namespace rocksort::compaction_policy
