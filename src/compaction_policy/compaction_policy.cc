@@ -206,19 +206,20 @@ SortPlan MakePlan(const PolicyInput& input) {
   plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
 
   // Universal compaction over one level: every run is a level-0 file and a
-  // compaction merges adjacent runs into one. The settings are present in all
-  // modes so that the adaptive mode only has to switch compaction on.
+  // merge (DB::CompactFiles, picked by rocksort) turns adjacent runs into
+  // one.
   o.compaction_style = rocksdb::kCompactionStyleUniversal;
   o.num_levels = 1;
-  // At most a few compactions at a time: each holds readahead per input.
-  o.max_background_compactions = std::clamp(threads / 2, 1, 3);
+  // At most a few merges at a time while loading: each holds readahead per
+  // input.
+  plan.background_merges = std::clamp(threads / 2, 1, 3);
   // Memory of all background compactions together, and of one of them. The
   // floor exists because a merge needs a block or two per run whatever the
   // budget: with a tiny -m a fan-in of 2 or 3 would rewrite the data
   // log2(runs) times (measured: -m 1M on 830 MiB took 130 s in 1792 binary
   // merges). It is part of the fixed overhead stated in docs/design.md.
   const uint64_t compaction_memory = std::max<uint64_t>(budget / 4, kMinMergeBudget);
-  const uint64_t compaction_budget = compaction_memory / o.max_background_compactions;
+  const uint64_t compaction_budget = compaction_memory / plan.background_merges;
 
   // One lane per thread, at most 4: after loading, each lane is merged down
   // by its own thread.
@@ -257,7 +258,7 @@ SortPlan MakePlan(const PolicyInput& input) {
 
   const int memory_fan_in = static_cast<int>(std::clamp<uint64_t>(
       std::min(compaction_budget / (plan.min_merge_readahead + blocks),
-               readable_runs / static_cast<uint64_t>(o.max_background_compactions)),
+               readable_runs / static_cast<uint64_t>(plan.background_merges)),
       2, 1024));
   plan.expected_runs = input.size_hint == 0 ? 0 : (input.size_hint + o.write_buffer_size - 1) /
                                                       o.write_buffer_size;
@@ -279,41 +280,16 @@ SortPlan MakePlan(const PolicyInput& input) {
   plan.merge_fan_in = std::clamp(static_cast<int>(std::ceil(std::max(ratio, 1.0))), 2,
                                  memory_fan_in);
   // A merge takes at least f runs and, when more fresh runs have piled up
-  // since the lane's last merge, all of them, up to what memory holds.
-  // RocksDB picks the newest runs first: with exactly f, the one or two
-  // fresh runs beyond a multiple of f that a lagging compaction thread finds
-  // were left behind between merged runs, where only a merge that rewrites
-  // a merged run can take them after loading.
+  // since the lane's last merge (the merger lags behind fast flushes), all of
+  // them up to what memory holds: fewer, larger runs for the final merge.
   plan.merge_max_fan_in = memory_fan_in;
   o.compaction_readahead_size =
       ReadaheadPerInput(plan, compaction_budget, plan.merge_max_fan_in, blocks,
                         plan.min_merge_readahead, plan.max_readahead);
-  auto& universal = o.compaction_options_universal;
-  universal.min_merge_width = plan.merge_fan_in;
-  universal.max_merge_width = plan.merge_max_fan_in;
-  // Merge runs of similar size: each run joins a merge only if it is within
-  // 50% of the size of the run before it (the original rocksort ratio), so
-  // memtable-sized runs are merged with each other and never into the
-  // f-times-larger merged runs. With the default stop style (the total of
-  // the runs picked so far against the next run) a merge that had picked
-  // f-1 fresh runs also took the merged run behind them, rewriting it.
-  universal.size_ratio = 50;
-  universal.stop_style = rocksdb::kCompactionStopStyleSimilarSize;
-  // Never merge everything into one file: that doubles disk use and builds
-  // one oversized SST (blocks and index have 4 GiB limits).
-  universal.max_size_amplification_percent = 1u << 30;
-  // Compact only while a lane has more runs than the final merge reads well
-  // from it plus a merge's worth of fresh runs, and leave room for the merged
-  // runs the round makes (about T / lanes / f per lane): below that count
-  // RocksDB would pick f merged runs of similar size and start a second
-  // round while loading, on runs that are no longer in the page cache.
-  // ratio x K is T, or the runs planned for when the size is unknown.
-  const uint64_t lane_runs =
-      static_cast<uint64_t>(std::llround(ratio * plan.max_final_runs)) / plan.lanes;
-  const int merged_runs = static_cast<int>(std::min<uint64_t>(
-      (lane_runs + plan.merge_fan_in - 1) / plan.merge_fan_in, 1 << 20));
-  o.level0_file_num_compaction_trigger =
-      std::max(plan.max_final_runs_per_lane, merged_runs) + plan.merge_fan_in;
+  // rocksort picks the merges itself (pipeline::BackgroundMerger, oldest
+  // fresh runs first, DB::CompactFiles); RocksDB's universal picker, which
+  // starts from the newest runs, never runs.
+  o.disable_auto_compactions = true;
 
   if (!input.allow_compaction) {
     plan.compaction = CompactionMode::kOff;
@@ -325,7 +301,6 @@ SortPlan MakePlan(const PolicyInput& input) {
   } else {
     plan.compaction = CompactionMode::kOff;  // The final merge reads every run well.
   }
-  o.disable_auto_compactions = plan.compaction != CompactionMode::kPlanned;
   return plan;
 }
 
@@ -354,18 +329,20 @@ std::string DescribePlan(const SortPlan& plan) {
   const rocksdb::Options& o = plan.options;
   return absl::StrFormat(
       "write_buffer_size=%d x %d, %d lane(s), expected runs %s, compaction %s "
-      "(fan-in %d..%d, trigger %d runs, readahead %d KiB), merges after loading "
+      "(%d merge(s) at a time, fan-in %d..%d, readahead %d KiB%s), merges after loading "
       "fan-in <= %d, final merge <= %d runs (readahead %d..%d KiB)",
       o.write_buffer_size, o.max_write_buffer_number, plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       plan.compaction == CompactionMode::kOff
           ? "off"
           : plan.compaction == CompactionMode::kPlanned ? "planned" : "adaptive",
-      plan.merge_fan_in, plan.merge_max_fan_in,
-      plan.compaction == CompactionMode::kAdaptive ? plan.adaptive_trigger_runs
-                                                   : o.level0_file_num_compaction_trigger,
-      o.compaction_readahead_size / 1024, plan.merge_down_fan_in, plan.max_final_runs,
-      plan.min_readahead / 1024, plan.max_readahead / 1024);
+      plan.background_merges, plan.merge_fan_in, plan.merge_max_fan_in,
+      o.compaction_readahead_size / 1024,
+      plan.compaction == CompactionMode::kAdaptive
+          ? absl::StrCat(", starts after ", plan.adaptive_trigger_runs, " runs")
+          : std::string(),
+      plan.merge_down_fan_in, plan.max_final_runs, plan.min_readahead / 1024,
+      plan.max_readahead / 1024);
 }
 
 }  // namespace rocksort::compaction_policy

@@ -59,7 +59,7 @@ struct PolicyInput {
 enum class CompactionMode {
   kOff,       // Never merge in the background.
   kPlanned,   // Size known and runs > max_final_runs: merge from the start.
-  kAdaptive,  // Size unknown: enable merging when runs exceed adaptive_trigger_runs.
+  kAdaptive,  // Size unknown: start merging when runs exceed adaptive_trigger_runs.
 };
 
 struct SortPlan {
@@ -70,24 +70,24 @@ struct SortPlan {
   size_t batch_bytes = 0;
   // Column families ("lanes") the sorted runs are spread over: the loader
   // moves to the next lane each time RocksDB seals a memtable, so the lanes
-  // get the runs in turn. Each lane is its own universal-compaction LSM, so
+  // get the runs in turn. Each lane is its own level-0 LSM, so
   // after loading one merge per lane can run at once (RocksDB refuses two
   // merges into the same level over overlapping keys within one family).
   // The emitter merges the lanes' iterators. 1 = the default family only.
   int lanes = 1;
-  // Whether and how RocksDB compacts runs in the background while loading.
-  // The options always carry the universal-compaction settings; kOff and
-  // kAdaptive start with disable_auto_compactions = true.
+  // Whether runs are merged while loading (pipeline::BackgroundMerger;
+  // RocksDB's own compaction is always off: disable_auto_compactions).
   CompactionMode compaction = CompactionMode::kOff;
-  // kAdaptive: the pipeline enables compaction once this many runs exist.
+  // kAdaptive: the pipeline starts merging once this many runs exist.
   int adaptive_trigger_runs = 0;
   // Runs the size hint predicts (size_hint / write_buffer_size), 0 if unknown.
   uint64_t expected_runs = 0;
-  // Runs one background compaction merges: at least merge_fan_in (universal
-  // min_merge_width), at most merge_max_fan_in (max_merge_width, what the
-  // compaction memory holds at min_merge_readahead per input).
+  // Runs one merge while loading takes: at least merge_fan_in, at most
+  // merge_max_fan_in (what the memory of one merge holds at
+  // min_merge_readahead per input). At most background_merges run at once.
   int merge_fan_in = 0;
   int merge_max_fan_in = 0;
+  int background_merges = 1;
   // After loading, the memtables' and compactions' memory (post_load_memory)
   // is free for the merges down to K runs, one merge per lane at a time:
   // each merges up to merge_down_fan_in runs read with merge_down_readahead
@@ -141,12 +141,13 @@ struct SortPlan {
 //     K = max_final_runs = merge_budget / (min_readahead + 2 x block) runs.
 //   * Expected runs T = size / write_buffer_size. If T <= K nothing is merged
 //     before the end (compaction would be pure write amplification). Otherwise
-//     universal compaction merges groups of f to F runs of similar size in
-//     the background, with f the larger of T / K (one round reaches K runs)
-//     and 2, and F what fits in the compaction memory max(B/4, 16 MiB) at
-//     min_merge_readahead + 2 x block per input (f <= F); the inputs share
-//     that memory as readahead (compaction_readahead_size). When memory caps
-//     f, the merges after loading take the ~T / f merged runs to K.
+//     while loading, each lane's oldest f to F fresh runs are merged into one
+//     (pipeline::BackgroundMerger), with f the larger of T / K (one round
+//     reaches K runs) and 2, and F what fits in the memory of one merge,
+//     max(B/4, 16 MiB) / background_merges, at min_merge_readahead + 2 x
+//     block per input (f <= F); the inputs share that memory as readahead
+//     (compaction_readahead_size). When memory caps f, the merges after
+//     loading take the ~T / f merged runs to K.
 //   * lanes = min(threads, 4): the runs are split over that many column
 //     families so that the merges after loading use that many cores.
 SortPlan MakePlan(const PolicyInput& input);

@@ -101,4 +101,22 @@ std::vector<MergeWindow> PlanMergeDown(const std::vector<uint64_t>& run_bytes, i
   return plan;
 }
 
+std::optional<MergeWindow> PickBackgroundMerge(const std::vector<bool>& fresh, int64_t more_runs,
+                                               int max_runs, int min_width, int max_width) {
+  const int64_t runs = static_cast<int64_t>(fresh.size());
+  if (more_runs >= 0 && runs + more_runs <= max_runs) return std::nullopt;
+  const int n = static_cast<int>(fresh.size());
+  for (int start = 0; start < n;) {
+    if (!fresh[start]) {
+      ++start;
+      continue;
+    }
+    int end = start;
+    while (end < n && fresh[end]) ++end;
+    if (end - start >= min_width) return MergeWindow{start, std::min(end - start, max_width)};
+    start = end;
+  }
+  return std::nullopt;
+}
+
 }  // namespace rocksort::compaction_policy

@@ -7,20 +7,23 @@
 // merge reads, the merges must remove n - max_runs runs, and what they cost
 // is the bytes they rewrite: the sum of the sizes of every window merged.
 //
-// Background compaction leaves a lane as a mix: runs it merged (f times the
-// size of a memtable's run) with fresh runs between them (RocksDB's
-// universal picker starts from the newest runs, so the fresh runs that were
-// not a whole merge's worth when it picked are left behind, one or two at a
-// time). Taking the cheapest window of full width, one after the other,
-// then rewrote merged runs that another choice of windows would have left
-// alone. PlanMergeDown instead finds the set of disjoint windows of minimum
-// total bytes that removes enough runs.
+// While loading, PickBackgroundMerge merges the oldest fresh runs (flushed
+// from memtables) first, so a lane is its merged runs followed by the fresh
+// runs flushed since. (RocksDB's universal picker, used before, starts from
+// the newest runs: when a lagging compaction thread found more fresh runs
+// than one merge takes, it merged the newest and left the older ones behind
+// for good, between merged runs; after loading a lane held 82 runs where
+// the final merge reads 22.) After loading, the merges down to the final
+// merge's limit choose their windows with PlanMergeDown: the set of disjoint
+// windows of minimum total bytes that removes enough runs, so that the
+// cheap fresh runs are merged and the large merged runs left alone.
 //
 // Pure functions; thread-safe.
 #ifndef ROCKSORT_COMPACTION_POLICY_MERGE_PLAN_H_
 #define ROCKSORT_COMPACTION_POLICY_MERGE_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace rocksort::compaction_policy {
@@ -44,6 +47,18 @@ struct MergeWindow {
 // width, and the caller plans again after merging it.
 std::vector<MergeWindow> PlanMergeDown(const std::vector<uint64_t>& run_bytes, int max_runs,
                                        int fan_in);
+
+// The background merge to run next in a lane while loading. `fresh` holds
+// its runs oldest first, true for a run flushed from a memtable and false
+// for one a merge wrote. The lane needs merging while its runs plus the
+// `more_runs` still expected (< 0: unknown, as many as it takes) exceed
+// `max_runs`, what the final merge reads from it. Then the merge takes the
+// oldest `min_width` or more adjacent fresh runs, up to `max_width` (>=
+// min_width >= 2) of them from the oldest: every fresh run is merged once,
+// in the order it was flushed, and none is left behind between merged runs.
+// Empty when the lane needs no merge or has no such window yet.
+std::optional<MergeWindow> PickBackgroundMerge(const std::vector<bool>& fresh, int64_t more_runs,
+                                               int max_runs, int min_width, int max_width);
 
 }  // namespace rocksort::compaction_policy
 

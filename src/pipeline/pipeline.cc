@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
@@ -27,6 +28,7 @@
 #include "compaction_policy/merge_plan.h"
 #include "emitter/emitter.h"
 #include "loader/loader.h"
+#include "pipeline/background_merger.h"
 #include "pipeline/temp_db.h"
 #include "rocksdb/listener.h"
 #include "rocksdb/metadata.h"
@@ -40,10 +42,6 @@ struct HeaderDeleter {
   void operator()(sam_hdr_t* h) const { sam_hdr_destroy(h); }
 };
 using HeaderPtr = std::unique_ptr<sam_hdr_t, HeaderDeleter>;
-
-absl::Status FromRocks(const std::string& what, const rocksdb::Status& s) {
-  return absl::InternalError(absl::StrCat(what, ": ", s.ToString()));
-}
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
@@ -70,21 +68,6 @@ absl::StatusOr<HeaderPtr> MakeOutputHeader(const sam_hdr_t& in, const SortOption
   return h;
 }
 
-std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db,
-                                                 rocksdb::ColumnFamilyHandle* lane) {
-  rocksdb::ColumnFamilyMetaData meta;
-  db->GetColumnFamilyMetaData(lane, &meta);
-  std::vector<rocksdb::SstFileMetaData> runs;
-  for (const rocksdb::LevelMetaData& level : meta.levels) {
-    runs.insert(runs.end(), level.files.begin(), level.files.end());
-  }
-  // Oldest first: RocksDB only merges L0 files that are adjacent in age.
-  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
-    return a.smallest_seqno < b.smallest_seqno;
-  });
-  return runs;
-}
-
 // The number of sorted runs in each lane.
 std::vector<int> RunsPerLane(rocksdb::DB* db,
                              const std::vector<rocksdb::ColumnFamilyHandle*>& lanes) {
@@ -93,40 +76,6 @@ std::vector<int> RunsPerLane(rocksdb::DB* db,
     runs.push_back(static_cast<int>(SortedRuns(db, lane).size()));
   }
   return runs;
-}
-
-// Switches background compaction on or off in every lane.
-absl::Status SetAutoCompactions(rocksdb::DB* db,
-                                const std::vector<rocksdb::ColumnFamilyHandle*>& lanes,
-                                bool enabled) {
-  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
-    rocksdb::Status s =
-        db->SetOptions(lane, {{"disable_auto_compactions", enabled ? "false" : "true"}});
-    if (!s.ok()) {
-      return FromRocks(enabled ? "can't start background compaction"
-                               : "can't stop background compaction",
-                       s);
-    }
-  }
-  return absl::OkStatus();
-}
-
-// Stops RocksDB from starting compactions and waits for the running ones, so
-// the set of runs is stable for the final merge. (Pending work is not waited
-// for: what is left is merged by MergeDown with a fan-in that fits memory.)
-absl::Status QuiesceCompactions(rocksdb::DB* db,
-                                const std::vector<rocksdb::ColumnFamilyHandle*>& lanes,
-                                const std::atomic<bool>* cancelled) {
-  RETURN_IF_ERROR(SetAutoCompactions(db, lanes, /*enabled=*/false));
-  for (;;) {
-    uint64_t running = 0;
-    db->GetIntProperty("rocksdb.num-running-compactions", &running);
-    if (running == 0) return absl::OkStatus();
-    if (cancelled != nullptr && cancelled->load()) {
-      return absl::CancelledError("interrupted while compacting");
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
 }
 
 // Intermediate merges in one lane: while it has more runs than the final
@@ -139,6 +88,7 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane
                               int fan_in, const std::atomic<bool>* cancelled,
                               const std::atomic<bool>& stop,
                               const std::function<void(uint64_t)>& after_merge) {
+  const rocksdb::CompressionType compression = db->GetOptions(lane).compression;
   int merges = 0;
   for (;;) {
     std::vector<rocksdb::SstFileMetaData> runs = SortedRuns(db, lane);
@@ -157,7 +107,7 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane
       names.push_back(runs[i].name);
     }
     rocksdb::CompactionOptions compaction;
-    compaction.compression = rocksdb::kSnappyCompression;
+    compaction.compression = compression;  // As the runs flushed.
     rocksdb::CompactionJobInfo info;
     rocksdb::Status s = db->CompactFiles(compaction, lane, names, /*output_level=*/0,
                                          /*output_path_id=*/-1, nullptr, &info);
@@ -200,8 +150,11 @@ absl::StatusOr<int> MergeDownLanes(rocksdb::DB* db,
   return merges;
 }
 
-// Counts flushes and compactions (background ones and CompactFiles) and the
-// bytes they wrote, from RocksDB's listener callbacks (background threads).
+// Counts flushes and merges and the bytes they wrote: flushes from RocksDB's
+// listener callbacks (background threads), merges (all CompactFiles, which
+// reports through its CompactionJobInfo out-parameter, not through
+// OnCompactionCompleted) from the callers. Tells the attached background
+// merger about each flush.
 class DbStatsListener : public rocksdb::EventListener {
  public:
   void OnFlushCompleted(rocksdb::DB* /*db*/, const rocksdb::FlushJobInfo& info) override {
@@ -210,14 +163,21 @@ class DbStatsListener : public rocksdb::EventListener {
     absl::MutexLock lock(&mu_);
     ++flushes_;
     flush_bytes_ += ec ? 0 : size;
+    if (merger_ != nullptr) merger_->Notify();
   }
-  void OnCompactionCompleted(rocksdb::DB* /*db*/, const rocksdb::CompactionJobInfo& info) override {
+  // Until Detach returns, each flush calls merger->Notify().
+  void Attach(BackgroundMerger* merger) {
+    absl::MutexLock lock(&mu_);
+    merger_ = merger;
+  }
+  void Detach() { Attach(nullptr); }
+  // A merge while loading.
+  void AddBackgroundMerge(uint64_t bytes) {
     absl::MutexLock lock(&mu_);
     ++compactions_;
-    compaction_bytes_ += info.stats.total_output_bytes;
+    compaction_bytes_ += bytes;
   }
-  // CompactFiles (rocksort's intermediate merges) reports through its
-  // CompactionJobInfo out-parameter, not through OnCompactionCompleted.
+  // A merge after loading.
   void AddManualCompaction(uint64_t bytes) {
     absl::MutexLock lock(&mu_);
     ++compactions_;
@@ -240,6 +200,7 @@ class DbStatsListener : public rocksdb::EventListener {
   int compactions_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t manual_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Part of compaction_bytes_.
+  BackgroundMerger* merger_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 // The write buffer manager (compaction_policy.cc) stalls the loader until a
@@ -448,8 +409,31 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
     absl::MutexLock lock(&peak_mu);
     report->peak_temp_bytes = std::max(report->peak_temp_bytes, total);
   };
+  // Merges while loading (compaction planned or adaptive). Detached from the
+  // listener and stopped on every way out, before the DB closes.
+  BackgroundMergeOptions merge_options;
+  merge_options.min_width = plan.merge_fan_in;
+  merge_options.max_width = plan.merge_max_fan_in;
+  merge_options.max_runs_per_lane = plan.max_final_runs_per_lane;
+  merge_options.expected_runs_per_lane =
+      (plan.expected_runs + plan.lanes - 1) / std::max(1, plan.lanes);
+  merge_options.workers = plan.background_merges;
+  merge_options.compression = plan.options.compression;
+  merge_options.cancelled = cancelled;
+  BackgroundMerger merger(db, lanes, merge_options, [&](uint64_t bytes_written) {
+    sample_temp();
+    stats->AddBackgroundMerge(bytes_written);
+  });
+  stats->Attach(&merger);
+  absl::Cleanup stop_merger = [&] {
+    stats->Detach();
+    merger.Stop().IgnoreError();
+  };
+  if (plan.compaction == compaction_policy::CompactionMode::kPlanned) merger.Start();
   load_options.after_batch = [&](uint64_t /*records*/) -> absl::Status {
     sample_temp();
+    // Keep the merges' backlog within one merge per lane.
+    RETURN_IF_ERROR(merger.AwaitBacklog(static_cast<uint64_t>(plan.merge_max_fan_in)));
     // Adaptive mode: the input size is unknown (a pipe). Once more runs exist
     // than the final merge reads efficiently, merge them in the background.
     if (plan.compaction == compaction_policy::CompactionMode::kAdaptive &&
@@ -463,7 +447,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
         }
       }
       if (runs > static_cast<uint64_t>(plan.adaptive_trigger_runs)) {
-        RETURN_IF_ERROR(SetAutoCompactions(db, lanes, /*enabled=*/true));
+        merger.Start();
         report->adaptive_compaction_started = true;
         if (options.verbosity > 0) {
           std::fprintf(stderr, "rocksort: %llu runs flushed: background merging started\n",
@@ -479,10 +463,12 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   report->record_bytes = loaded.record_bytes;
   report->load_seconds = Seconds(phase_start);
 
-  // Flush the last memtables so their memory is free for the merge, then
-  // settle the runs.
+  // Let the running merge finish, flush the last memtables so their memory
+  // is free for the merges after loading, then settle the runs.
   enter(Phase::kMerge);
   phase_start = absl::Now();
+  stats->Detach();
+  RETURN_IF_ERROR(merger.Stop());
   if (cancelled != nullptr && cancelled->load()) {
     return absl::CancelledError("interrupted while merging runs");
   }
@@ -493,7 +479,6 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
     return FromRocks(absl::StrCat("flushing to ", temp->dir(), " failed"), s);
   }
   sample_temp();
-  RETURN_IF_ERROR(QuiesceCompactions(db, lanes, cancelled));
   report->runs_after_load_per_lane = RunsPerLane(db, lanes);
   // The memtables are gone: the merges down to K runs (one per lane at once)
   // may be wider than the background ones, with the readahead their share

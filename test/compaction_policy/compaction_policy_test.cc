@@ -45,7 +45,7 @@ TEST(CompactionPolicy, MemtablesStayWithinThreeQuartersOfBudget) {
 TEST(CompactionPolicy, UnknownSizeStartsAdaptive) {
   const SortPlan plan = MakePlan(Input(768 * kMiB, 2));
   EXPECT_EQ(plan.compaction, CompactionMode::kAdaptive);
-  EXPECT_TRUE(plan.options.disable_auto_compactions);  // Until runs exceed the trigger.
+  EXPECT_TRUE(plan.options.disable_auto_compactions);  // rocksort picks the merges.
   EXPECT_EQ(plan.adaptive_trigger_runs, plan.max_final_runs);
 }
 
@@ -80,35 +80,25 @@ TEST(CompactionPolicy, ManyExpectedRunsAreMergedInOneBackgroundRound) {
   const uint64_t run_bytes = plan.options.write_buffer_size;
   EXPECT_EQ(plan.expected_runs, (16384 * kMiB + run_bytes - 1) / run_bytes);
   EXPECT_EQ(plan.compaction, CompactionMode::kPlanned);
-  EXPECT_FALSE(plan.options.disable_auto_compactions);
+  // rocksort picks the merges (oldest fresh runs first); RocksDB's universal
+  // picker, which starts from the newest, must never run.
+  EXPECT_TRUE(plan.options.disable_auto_compactions);
   EXPECT_EQ(plan.options.compaction_style, rocksdb::kCompactionStyleUniversal);
-  const auto& u = plan.options.compaction_options_universal;
+  EXPECT_EQ(plan.options.num_levels, 1);
   // One round of f-way merges reaches the final fan-in: f * K >= T, unless
   // memory caps f.
   const int f = plan.merge_fan_in;
-  EXPECT_EQ(u.min_merge_width, static_cast<unsigned>(f));
   EXPECT_GE(f, 2);
-  // A merge may take every fresh run that piled up, up to what memory holds,
-  // so that none are left behind between merged runs.
-  EXPECT_EQ(u.max_merge_width, static_cast<unsigned>(plan.merge_max_fan_in));
+  // A merge may take every fresh run that piled up, up to what memory holds.
   EXPECT_GE(plan.merge_max_fan_in, f);
   const auto* table = plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
   // Capped by memory: one more input at the smallest merge readahead would
   // not fit in the compaction memory.
   const uint64_t per_input = plan.min_merge_readahead + 2 * table->block_size;
-  const bool memory_capped = (f + 1) * per_input * plan.options.max_background_compactions >
+  const bool memory_capped = (f + 1) * per_input * plan.background_merges >
                              std::max<uint64_t>(16 * kMiB, 64 * kMiB / 4);
   EXPECT_TRUE(static_cast<uint64_t>(f) * plan.max_final_runs >= plan.expected_runs ||
               memory_capped);
-  // Fresh runs are merged with fresh runs only, and the trigger leaves room
-  // for the merged runs of the round, so no second round starts while
-  // loading.
-  EXPECT_EQ(u.stop_style, rocksdb::kCompactionStopStyleSimilarSize);
-  const uint64_t merged_runs = (plan.expected_runs / plan.lanes + f - 1) / f;
-  EXPECT_GE(static_cast<uint64_t>(plan.options.level0_file_num_compaction_trigger),
-            std::max<uint64_t>(plan.max_final_runs_per_lane, merged_runs) + f);
-  // A full merge of everything into one file must never trigger.
-  EXPECT_GE(u.max_size_amplification_percent, 1u << 20);
 }
 
 TEST(CompactionPolicy, MemoryCappedFanInLeavesOneRoundAfterLoading) {
@@ -179,7 +169,7 @@ TEST(CompactionPolicy, MergesFitTheirMemory) {
           // Background compactions, all running at once, within max(B/4, 16 MiB).
           EXPECT_GE(plan.options.compaction_readahead_size, plan.min_merge_readahead);
           EXPECT_LE(plan.merge_max_fan_in * (plan.options.compaction_readahead_size + blocks) *
-                        plan.options.max_background_compactions,
+                        plan.background_merges,
                     std::max(budget / 4, 16 * kMiB));
           // The merges after loading, one per lane at once, within the memory
           // loading used.
@@ -227,9 +217,6 @@ TEST(CompactionPolicy, FinalMergeReadsAtLeastEightRunsFromEveryLane) {
         ASSERT_GE(plan.lanes, 1);
         EXPECT_GE(plan.max_final_runs_per_lane, 8);
         EXPECT_LE(plan.lanes * plan.max_final_runs_per_lane, plan.max_final_runs);
-        // Background compaction stops once a lane is down to what the final
-        // merge reads from it.
-        EXPECT_GE(plan.options.level0_file_num_compaction_trigger, plan.max_final_runs_per_lane);
       }
     }
   }
@@ -419,8 +406,8 @@ TEST(CompactionPolicy, OpenFileLimitCapsTheTableCacheAndEveryMerge) {
       // the lanes' merges after loading together, the background merges.
       EXPECT_LE(plan.max_final_runs, o.max_open_files / 2);
       EXPECT_LE(plan.merge_down_fan_in * plan.lanes, std::max(o.max_open_files / 2, 2 * plan.lanes));
-      EXPECT_LE(plan.merge_fan_in * o.max_background_compactions,
-                std::max(o.max_open_files / 2, 2 * o.max_background_compactions));
+      EXPECT_LE(plan.merge_max_fan_in * plan.background_merges,
+                std::max(o.max_open_files / 2, 2 * plan.background_merges));
       EXPECT_GE(plan.max_final_runs, 2);
       EXPECT_GE(plan.merge_down_fan_in, 2);
     }

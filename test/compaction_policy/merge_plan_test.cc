@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -142,6 +143,69 @@ TEST(MergePlan, ExactPlanUpToTheSizesThePolicyProduces) {
   const std::vector<MergeWindow> one = PlanMergeDown(huge, 400, 10);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].width, 10);
+}
+
+// Lane layouts for PickBackgroundMerge: 'M' a merged run, 'f' a fresh one,
+// oldest first.
+std::vector<bool> Lane(const std::string& runs) {
+  std::vector<bool> fresh;
+  for (char c : runs) fresh.push_back(c == 'f');
+  return fresh;
+}
+
+TEST(BackgroundMerge, TakesTheOldestFreshRunsFirst) {
+  // 20 fresh runs behind two merged ones, F = 15: the oldest 15, so the 5
+  // newest stay next to each other for the next merge.
+  const auto w = PickBackgroundMerge(Lane("MM" + std::string(20, 'f')), -1, 8, 10, 15);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(*w, (MergeWindow{2, 15}));
+  // Fewer than F: all of them.
+  EXPECT_EQ(PickBackgroundMerge(Lane("M" + std::string(12, 'f')), -1, 8, 10, 15),
+            (MergeWindow{1, 12}));
+}
+
+TEST(BackgroundMerge, WaitsForMinWidthFreshRuns) {
+  EXPECT_FALSE(PickBackgroundMerge(Lane("MMMfffffffff"), -1, 2, 10, 15).has_value());
+  EXPECT_EQ(PickBackgroundMerge(Lane("MMMffffffffff"), -1, 2, 10, 15), (MergeWindow{3, 10}));
+}
+
+TEST(BackgroundMerge, SkipsBlocksTooShortToMerge) {
+  // Fresh runs left between merged runs (by an older picker) are too few for
+  // a merge; the newer block is taken.
+  EXPECT_EQ(PickBackgroundMerge(Lane("fffMffffMfff"), -1, 2, 4, 8), (MergeWindow{4, 4}));
+  EXPECT_FALSE(PickBackgroundMerge(Lane("fffMfffMfff"), -1, 2, 4, 8).has_value());
+}
+
+TEST(BackgroundMerge, StopsWhenTheFinalMergeCanReadTheLane) {
+  const std::vector<bool> lane = Lane("MM" + std::string(10, 'f'));  // 12 runs.
+  // 12 runs now and 8 more expected, the final merge reads 20: no merge.
+  EXPECT_FALSE(PickBackgroundMerge(lane, 8, 20, 10, 15).has_value());
+  // One more expected run than that: merge.
+  EXPECT_EQ(PickBackgroundMerge(lane, 9, 20, 10, 15), (MergeWindow{2, 10}));
+  // The estimate was too low (nothing more expected), but the lane already
+  // holds more than the final merge reads.
+  EXPECT_EQ(PickBackgroundMerge(lane, 0, 11, 10, 15), (MergeWindow{2, 10}));
+  // Unknown size: merge while runs arrive.
+  EXPECT_EQ(PickBackgroundMerge(lane, -1, 20, 10, 15), (MergeWindow{2, 10}));
+}
+
+TEST(BackgroundMerge, MergingInFlushOrderLeavesOneFreshBlock) {
+  // Simulate a lane: flushes arrive in bursts of 1..25 runs between picks;
+  // after every merge the lane is its merged runs followed by its fresh
+  // runs, so nothing is stranded.
+  std::mt19937 rng(11);
+  std::vector<bool> lane;
+  for (int step = 0; step < 200; ++step) {
+    const int burst = std::uniform_int_distribution<int>(1, 25)(rng);
+    lane.insert(lane.end(), burst, true);
+    while (auto w = PickBackgroundMerge(lane, -1, 8, 10, 15)) {
+      lane.erase(lane.begin() + w->start, lane.begin() + w->start + w->width);
+      lane.insert(lane.begin() + w->start, false);
+    }
+    const auto first_fresh = std::find(lane.begin(), lane.end(), true);
+    EXPECT_EQ(std::find(first_fresh, lane.end(), false), lane.end());
+    EXPECT_LT(lane.end() - first_fresh, 10);
+  }
 }
 
 }  // namespace
