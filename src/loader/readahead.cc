@@ -23,9 +23,17 @@ void SequentialReadahead::Stop() {
 
 void SequentialReadahead::Run() {
   uint64_t requested = 0;  // Everything below this offset has been asked for.
+  uint64_t dropped = 0;    // Everything below this offset has been dropped.
   while (!stop_.load(std::memory_order_relaxed) && requested < file_size_) {
     const off_t offset = ::lseek(fd_, 0, SEEK_CUR);
     if (offset < 0) return;  // Not seekable after all: nothing to do.
+    // Clean pages only (the input is read, never written): nothing is lost.
+    if (static_cast<uint64_t>(offset) >= dropped + window_ + chunk_) {
+      const uint64_t end = static_cast<uint64_t>(offset) - window_;
+      ::posix_fadvise(fd_, static_cast<off_t>(dropped), static_cast<off_t>(end - dropped),
+                      POSIX_FADV_DONTNEED);
+      dropped = end;
+    }
     // A reader that seeked forward (or read faster) makes older requests moot.
     requested = std::max(requested, static_cast<uint64_t>(offset));
     const uint64_t target = std::min(file_size_, static_cast<uint64_t>(offset) + window_);

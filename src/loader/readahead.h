@@ -7,7 +7,11 @@
 // decoding the file takes. SequentialReadahead watches the reader's file
 // offset from a thread of its own and asks for the next `window` bytes with
 // posix_fadvise(POSIX_FADV_WILLNEED) in `chunk`-sized steps, which the
-// kernel issues as requests of up to the device's max_sectors_kb.
+// kernel issues as requests of up to the device's max_sectors_kb. What the
+// reader left a window behind is dropped from the page cache
+// (POSIX_FADV_DONTNEED): it is never read again, and a streaming input of
+// hundreds of GiB would otherwise push the freshly flushed runs, which the
+// merges read moments later, out of the cache.
 //
 // Owns: one thread. Does not own the file descriptor, which must stay open
 // until Stop() or destruction. Thread-safety: construct, Stop and destroy

@@ -1,5 +1,8 @@
 #include "pipeline/background_merger.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -148,6 +151,15 @@ absl::Status BackgroundMerger::MergeDue(const std::vector<int>& lanes, size_t* n
                                           /*output_level=*/0, /*output_path_id=*/-1, nullptr,
                                           &info);
     if (!s.ok()) return FromRocks("merging sorted runs while loading failed", s);
+    // The merged run is read again only by the final merge: out of the page
+    // cache with it, where it would push out the fresh runs the next merges
+    // read. (Pages still being written back stay.)
+    for (const std::string& path : info.output_files) {
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+      ::close(fd);
+    }
     {
       absl::MutexLock lock(&mu_);
       for (const rocksdb::CompactionFileInfo& output : info.output_file_infos) {

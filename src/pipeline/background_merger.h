@@ -9,8 +9,8 @@
 // fresh runs first, f to F of them, with DB::CompactFiles, so a lane stays
 // its merged runs followed by the runs flushed since. AwaitBacklog lets the
 // loader wait while a lane holds more fresh runs than one merge takes, so
-// the merges read runs that were flushed moments ago and little is left to
-// merge after loading.
+// the merges read runs that were flushed moments ago (from the page cache)
+// and little is left to merge after loading.
 //
 // Workers own disjoint sets of lanes (lane i belongs to worker i % workers),
 // so the merges that run at once are at most `workers`, and never two in one
