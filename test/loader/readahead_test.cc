@@ -97,5 +97,25 @@ TEST_F(ReadaheadTest, StopsAtTheEndOfTheFile) {
   EXPECT_LT(ResidentBytes(0, kSize - 2 * kMiB), earlier_before + 2 * kMiB);
 }
 
+TEST_F(ReadaheadTest, DropsWhatTheReaderLeftAWindowBehind) {
+  // The reader has read the first 12 MiB (now in the page cache) and moves
+  // on: everything more than a window behind it leaves the cache, the
+  // window behind stays.
+  std::vector<char> buffer(kMiB);
+  for (uint64_t offset = 0; offset < 12 * kMiB; offset += kMiB) {
+    ASSERT_EQ(::pread(fd_, buffer.data(), kMiB, static_cast<off_t>(offset)),
+              static_cast<ssize_t>(kMiB));
+  }
+  ASSERT_TRUE(WaitResident(0, 12 * kMiB));
+  ASSERT_EQ(::lseek(fd_, 12 * kMiB, SEEK_SET), static_cast<off_t>(12 * kMiB));
+  SequentialReadahead readahead(fd_, kSize, /*window=*/4 * kMiB, /*chunk=*/1 * kMiB);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (ResidentBytes(0, 8 * kMiB) > kMiB && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_LE(ResidentBytes(0, 8 * kMiB), kMiB);
+  EXPECT_EQ(ResidentBytes(8 * kMiB, 4 * kMiB), 4 * kMiB);
+}
+
 }  // namespace
 }  // namespace rocksort::loader
