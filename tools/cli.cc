@@ -35,6 +35,7 @@ enum LongOnly {
   kNoPg = 256,
   kVersion,
   kDisk,
+  kRunCompression,
   kNoCompaction,
   kStatsJson,
   kReference,
@@ -166,6 +167,8 @@ std::string Usage() {
       "  --disk KIND   auto, ssd or hdd: the disk under the temporary database;\n"
       "                hdd reads each run in larger chunks; auto asks sysfs whether\n"
       "                the device rotates [auto]\n"
+      "  --run-compression lz4|snappy  compression of the temporary sorted runs\n"
+      "                [lz4]\n"
       "\n"
       "General:\n"
       "  -v            print the plan and statistics on stderr\n"
@@ -181,6 +184,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       {"no-PG", no_argument, nullptr, kNoPg},
       {"version", no_argument, nullptr, kVersion},
       {"disk", required_argument, nullptr, kDisk},
+      {"run-compression", required_argument, nullptr, kRunCompression},
       {"no-compaction", no_argument, nullptr, kNoCompaction},
       {"stats-json", required_argument, nullptr, kStatsJson},
       {"verbose", no_argument, nullptr, 'v'},
@@ -267,6 +271,16 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         } else {
           return absl::InvalidArgumentError(
               absl::StrFormat("invalid --disk \"%s\": expected auto, ssd or hdd", optarg));
+        }
+        break;
+      case kRunCompression:
+        if (std::string(optarg) == "lz4") {
+          o.run_compression = compaction_policy::RunCompression::kLz4;
+        } else if (std::string(optarg) == "snappy") {
+          o.run_compression = compaction_policy::RunCompression::kSnappy;
+        } else {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "invalid --run-compression \"%s\": expected lz4 or snappy", optarg));
         }
         break;
       case 'v':

@@ -104,7 +104,11 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(
       o.write_buffer_size * o.max_write_buffer_number, /*cache=*/nullptr, /*allow_stall=*/true);
 
-  o.compression = rocksdb::kSnappyCompression;
+  // LZ4 by default: about 11% less CPU for the whole sort than Snappy, for
+  // runs 4% larger (docs/design.md).
+  o.compression = input.run_compression == RunCompression::kSnappy
+                      ? rocksdb::kSnappyCompression
+                      : rocksdb::kLZ4Compression;
   o.level0_slowdown_writes_trigger = kNeverStall;
   o.level0_stop_writes_trigger = kNeverStall;
   o.soft_pending_compaction_bytes_limit = 0;
@@ -332,10 +336,11 @@ size_t FinalReadahead(const SortPlan& plan, int runs) {
 std::string DescribePlan(const SortPlan& plan) {
   const rocksdb::Options& o = plan.options;
   return absl::StrFormat(
-      "write_buffer_size=%d x %d, %d lane(s), expected runs %s, compaction %s "
+      "write_buffer_size=%d x %d, %s runs, %d lane(s), expected runs %s, compaction %s "
       "(%d merge(s) at a time, fan-in %d..%d, readahead %d KiB%s), merges after loading "
       "fan-in <= %d, final merge <= %d runs (readahead %d..%d KiB)",
-      o.write_buffer_size, o.max_write_buffer_number, plan.lanes,
+      o.write_buffer_size, o.max_write_buffer_number,
+      o.compression == rocksdb::kSnappyCompression ? "snappy" : "lz4", plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       plan.compaction == CompactionMode::kOff
           ? "off"

@@ -34,6 +34,12 @@ enum class DiskKind {
   kHdd,  // Seeks cost ~10 ms: read each run in multi-MiB chunks.
 };
 
+// How sorted runs are compressed on disk (--run-compression).
+enum class RunCompression {
+  kLz4,     // Default: the least CPU per byte (docs/design.md).
+  kSnappy,  // The original rocksort's choice.
+};
+
 struct PolicyInput {
   // Total memory the sort may use, bytes (threads x -m). Must be >= 1 MiB.
   uint64_t memory_budget = uint64_t{768} << 20;
@@ -46,6 +52,7 @@ struct PolicyInput {
   // False for --no-compaction / -s 0: runs are merged only at the end.
   bool allow_compaction = true;
   DiskKind disk = DiskKind::kSsd;
+  RunCompression run_compression = RunCompression::kLz4;
   // Largest read the temp directory's device serves as one request
   // (DiskDetection::request_bytes), 0 if unknown. Readahead sizes above it
   // are fitted to whole requests.
@@ -64,7 +71,8 @@ enum class CompactionMode {
 
 struct SortPlan {
   // Complete options for the temporary DB (create_if_missing, error_if_exists,
-  // vector memtable, Snappy, no WAL-related sync, never stalling writes).
+  // vector memtable, LZ4 or Snappy runs, no WAL-related sync, never stalling
+  // writes). Every merge writes options.compression too.
   rocksdb::Options options;
   // Bytes per loader WriteBatch.
   size_t batch_bytes = 0;

@@ -55,7 +55,7 @@ struct BackgroundMergeOptions {
   uint64_t expected_runs_per_lane = 0;
   int workers = 1;  // Merges at a time.
   // Of the merged runs (the flushes' compression, from the DB's options).
-  rocksdb::CompressionType compression = rocksdb::kSnappyCompression;
+  rocksdb::CompressionType compression = rocksdb::kLZ4Compression;
   // Checked before each merge; once set, the workers stop.
   const std::atomic<bool>* cancelled = nullptr;
 };

@@ -308,6 +308,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   }
   report->size_hint = policy_input.size_hint;
   policy_input.disk = report->disk;
+  policy_input.run_compression = options.run_compression;
   policy_input.request_bytes = report->disk_request_bytes;
   if (struct rlimit files; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
     policy_input.open_files = static_cast<uint64_t>(files.rlim_cur);

@@ -58,6 +58,8 @@ struct SortOptions {
   // --disk: the kind of disk under the temporary DB; empty = detect it from
   // sysfs (compaction_policy/disk_detect.h).
   std::optional<compaction_policy::DiskKind> disk;
+  // --run-compression: how the sorted runs are compressed on disk.
+  compaction_policy::RunCompression run_compression = compaction_policy::RunCompression::kLz4;
   bool add_pg = true;        // --no-PG clears it.
   std::string command_line;  // For the @PG CL field.
   std::string version;       // For the @PG VN field.

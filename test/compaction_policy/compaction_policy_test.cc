@@ -65,6 +65,13 @@ TEST(CompactionPolicy, FewExpectedRunsNeedNoCompaction) {
   EXPECT_TRUE(plan.options.disable_auto_compactions);
 }
 
+TEST(CompactionPolicy, RunsAreLz4UnlessSnappyIsAsked) {
+  PolicyInput in = Input(64 * kMiB, 2, 16384 * kMiB);
+  EXPECT_EQ(MakePlan(in).options.compression, rocksdb::kLZ4Compression);
+  in.run_compression = RunCompression::kSnappy;
+  EXPECT_EQ(MakePlan(in).options.compression, rocksdb::kSnappyCompression);
+}
+
 TEST(CompactionPolicy, WritesNeverStall) {
   for (uint64_t hint : {uint64_t{0}, 512 * 1024 * kMiB}) {
     const SortPlan plan = MakePlan(Input(64 * kMiB, 2, hint));

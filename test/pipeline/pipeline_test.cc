@@ -104,16 +104,27 @@ TEST_F(PipelineTest, TinyMemoryFlushesManyRunsAndMergesThemDown) {
 
 TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
   const std::string in = dir_.File("in.sam");
-  testing::WriteFileOrDie(in, MakeSam(30000));
+  testing::WriteFileOrDie(in, MakeSam(150000));
   const std::string expected = SamtoolsSort(in);
   SortOptions o = Options(in, dir_.File("out.bam"));
-  o.memory_per_thread = 1 << 20;
+  // ~20 MB in 256 KiB memtables: ~80 runs, more than the final merge reads
+  // (K = 42 on the ssd profile), and the hint says so.
+  o.memory_per_thread = 512 << 10;
   o.threads = 2;
-  o.size_hint = 8 << 20;
-  SortReport report;
-  const absl::Status s = RunSort(o, nullptr, nullptr, &report);
-  ASSERT_TRUE(s.ok()) << s;
-  EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
+  o.disk = compaction_policy::DiskKind::kSsd;
+  o.size_hint = 64 << 20;
+  // Both run compressions: merges while loading and after it, then the
+  // final merge, all read and write them.
+  for (compaction_policy::RunCompression c :
+       {compaction_policy::RunCompression::kLz4, compaction_policy::RunCompression::kSnappy}) {
+    o.run_compression = c;
+    SortReport report;
+    const absl::Status s = RunSort(o, nullptr, nullptr, &report);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(report.compaction_mode, "planned");
+    EXPECT_GT(report.compactions, 0);
+    EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
+  }
 }
 
 TEST_F(PipelineTest, CorruptInputLeavesNoOutputAndNoTempData) {

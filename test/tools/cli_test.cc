@@ -85,6 +85,13 @@ TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->stats_json, "s.json");
   EXPECT_FALSE(c->sort.disk.has_value());
+  EXPECT_EQ(c->sort.run_compression, compaction_policy::RunCompression::kLz4);
+  c = Parse({"--run-compression", "snappy", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.run_compression, compaction_policy::RunCompression::kSnappy);
+  c = Parse({"--run-compression", "lz4", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.run_compression, compaction_policy::RunCompression::kLz4);
 }
 
 TEST(ParseCommandLine, SamtoolsLongSpellings) {
@@ -136,6 +143,7 @@ TEST(ParseCommandLine, RejectsNonsenseValues) {
                                              {"-l", "11", "in.bam"},
                                              {"-s", "lots", "in.bam"},
                                              {"--disk", "tape", "in.bam"},
+                                             {"--run-compression", "zstd", "in.bam"},
                                              {"-T", "", "in.bam"},
                                              {"--bogus", "in.bam"},
                                              {"-o", "o.bam", "in.bam", "extra.bam"},
