@@ -31,9 +31,9 @@ constexpr uint64_t kMinMergeBudget = 16 * kMiB;
 constexpr uint64_t kMinFinalRunsPerLane = 8;
 
 // What the emitter consumes per thread: BGZF compression at samtools' level
-// turns about this many bytes of sorted runs (Snappy, ~0.49 of the records)
-// per second per core into output on the benchmark machine (3.44 GB of final
-// runs in 65 s at -@ 2, docs/benchmarks.md).
+// turns about this many bytes of sorted runs (Snappy, ~0.49 of the records;
+// LZ4 ~0.51) per second per core into output on the benchmark machine (3.44
+// GB of final runs in 65 s at -@ 2, docs/benchmarks.md).
 constexpr double kEmitRunBytesPerThread = 26e6;
 // The final merge's reads must deliver this much more than the emitter
 // consumes: room for faster cores and for the merge's own pauses.

@@ -223,8 +223,8 @@ class ReleaseStallOnError : public rocksdb::EventListener {
   const std::shared_ptr<rocksdb::WriteBufferManager> manager_;
 };
 
-// Scratch space a sort needs, measured (docs/tuning.md): the Snappy runs hold
-// about half the uncompressed size; a merge briefly holds its inputs and its
+// Scratch space a sort needs, measured (docs/tuning.md): the runs (LZ4 or
+// Snappy) hold about half the uncompressed size; a merge briefly holds its inputs and its
 // output, so with merging the peak is up to ~1.5x the runs. Warns on stderr
 // when the filesystem under `dir` has less free space than that.
 void WarnIfShortOfSpace(const std::string& dir, uint64_t size_hint) {
