@@ -176,12 +176,26 @@ absl::Status BackgroundMerger::MergeDue(const std::vector<int>& lanes, size_t* n
 absl::Status BackgroundMerger::AwaitBacklog(uint64_t max_fresh_runs) {
   if (!started()) return absl::OkStatus();
   for (;;) {
+    // Only a flush or a merge changes the lanes: scan them (metadata of
+    // every run) once per change, not once per batch.
+    uint64_t changes;
+    {
+      absl::MutexLock lock(&mu_);
+      changes = flushes_ + merges_;
+      if (changes == clear_at_changes_ && max_fresh_runs >= clear_max_fresh_runs_) {
+        return status_;
+      }
+    }
     bool behind = false;
     for (int lane = 0; lane < static_cast<int>(lanes_.size()) && !behind; ++lane) {
       const LaneScan scan = Scan(lane);
       behind = scan.window.has_value() && scan.fresh_runs > max_fresh_runs;
     }
     absl::MutexLock lock(&mu_);
+    if (!behind) {
+      clear_at_changes_ = changes;
+      clear_max_fresh_runs_ = max_fresh_runs;
+    }
     if (!behind || stop_ || !status_.ok()) return status_;
     if (options_.cancelled != nullptr && options_.cancelled->load()) return absl::OkStatus();
     // Until a merge completes (checking for cancellation now and then).

@@ -86,6 +86,8 @@ class BackgroundMerger {
   // cancelled or never started). Runs merged soon after their flush are
   // still in the page cache; a backlog that grows while loading is read back
   // from disk, after loading, by the merges the final merge waits for.
+  // Cheap when nothing changed: it looks at the lanes again only after a
+  // Notify (a flush) or a merge.
   absl::Status AwaitBacklog(uint64_t max_fresh_runs);
 
   // The first merge failure so far (OK while none).
@@ -121,6 +123,10 @@ class BackgroundMerger {
   std::vector<std::set<uint64_t>> merged_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> consumed_ ABSL_GUARDED_BY(mu_);
   uint64_t merges_ ABSL_GUARDED_BY(mu_) = 0;
+  // AwaitBacklog found no lane behind (with at most clear_max_fresh_runs_
+  // fresh runs) when flushes_ + merges_ was clear_at_changes_.
+  uint64_t clear_at_changes_ ABSL_GUARDED_BY(mu_) = ~uint64_t{0};
+  uint64_t clear_max_fresh_runs_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
