@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
 #include "compaction_policy/merge_plan.h"
 
 namespace rocksort::pipeline {
@@ -30,6 +31,23 @@ std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db,
     return a.smallest_seqno < b.smallest_seqno;
   });
   return runs;
+}
+
+absl::StatusOr<rocksdb::CompactionJobInfo> MergeRuns(
+    rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane,
+    const std::vector<rocksdb::SstFileMetaData>& runs, compaction_policy::MergeWindow window,
+    rocksdb::CompressionType compression, const std::string& what) {
+  std::vector<std::string> names;
+  for (int i = window.start; i < window.start + window.width; ++i) {
+    names.push_back(runs[i].name);
+  }
+  rocksdb::CompactionOptions compaction;
+  compaction.compression = compression;
+  rocksdb::CompactionJobInfo info;
+  rocksdb::Status s = db->CompactFiles(compaction, lane, names, /*output_level=*/0,
+                                       /*output_path_id=*/-1, nullptr, &info);
+  if (!s.ok()) return FromRocks(what, s);
+  return info;
 }
 
 BackgroundMerger::BackgroundMerger(rocksdb::DB* db,
@@ -66,11 +84,6 @@ void BackgroundMerger::Notify() {
   ++flushes_;
 }
 
-absl::Status BackgroundMerger::status() const {
-  absl::MutexLock lock(&mu_);
-  return status_;
-}
-
 absl::Status BackgroundMerger::Stop() {
   {
     absl::MutexLock lock(&mu_);
@@ -78,7 +91,8 @@ absl::Status BackgroundMerger::Stop() {
   }
   for (std::thread& t : workers_) t.join();
   workers_.clear();
-  return status();
+  absl::MutexLock lock(&mu_);
+  return status_;
 }
 
 void BackgroundMerger::Work(std::vector<int> lanes) {
@@ -140,17 +154,9 @@ absl::Status BackgroundMerger::MergeDue(const std::vector<int>& lanes, size_t* n
       best = std::move(scan);
     }
     if (best_lane < 0) return absl::OkStatus();
-    std::vector<std::string> names;
-    for (int i = best.window->start; i < best.window->start + best.window->width; ++i) {
-      names.push_back(best.runs[i].name);
-    }
-    rocksdb::CompactionOptions compaction;
-    compaction.compression = options_.compression;
-    rocksdb::CompactionJobInfo info;
-    rocksdb::Status s = db_->CompactFiles(compaction, lanes_[best_lane], names,
-                                          /*output_level=*/0, /*output_path_id=*/-1, nullptr,
-                                          &info);
-    if (!s.ok()) return FromRocks("merging sorted runs while loading failed", s);
+    ASSIGN_OR_RETURN(const rocksdb::CompactionJobInfo info,
+                     MergeRuns(db_, lanes_[best_lane], best.runs, *best.window,
+                               options_.compression, "merging sorted runs while loading failed"));
     // The merged run is read again only by the final merge: out of the page
     // cache with it, where it would push out the fresh runs the next merges
     // read. (Pages still being written back stay.)

@@ -30,9 +30,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "compaction_policy/merge_plan.h"
 #include "rocksdb/db.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/metadata.h"
 
 namespace rocksort::pipeline {
@@ -43,6 +45,14 @@ absl::Status FromRocks(const std::string& what, const rocksdb::Status& s);
 // A lane's runs (its level-0 files), oldest first.
 std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db,
                                                  rocksdb::ColumnFamilyHandle* lane);
+
+// Merges runs[window] of `lane` (as SortedRuns lists them) into one level-0
+// run written with `compression` (DB::CompactFiles) and returns what the
+// merge did. A failure reads "`what`: RocksDB's message".
+absl::StatusOr<rocksdb::CompactionJobInfo> MergeRuns(
+    rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane,
+    const std::vector<rocksdb::SstFileMetaData>& runs, compaction_policy::MergeWindow window,
+    rocksdb::CompressionType compression, const std::string& what);
 
 struct BackgroundMergeOptions {
   int min_width = 2;  // f: runs a merge takes at least.
@@ -89,9 +99,6 @@ class BackgroundMerger {
   // Cheap when nothing changed: it looks at the lanes again only after a
   // Notify (a flush) or a merge.
   absl::Status AwaitBacklog(uint64_t max_fresh_runs);
-
-  // The first merge failure so far (OK while none).
-  absl::Status status() const;
 
   // Lets the running merges finish, stops the workers and returns the first
   // failure. The runs are stable afterwards. Idempotent.

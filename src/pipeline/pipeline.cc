@@ -85,10 +85,10 @@ std::vector<int> RunsPerLane(rocksdb::DB* db,
 // wrote. Stops with Aborted between merges once `stop` (another lane failed)
 // is set.
 absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane, int max_runs,
-                              int fan_in, const std::atomic<bool>* cancelled,
+                              int fan_in, rocksdb::CompressionType compression,
+                              const std::atomic<bool>* cancelled,
                               const std::atomic<bool>& stop,
                               const std::function<void(uint64_t)>& after_merge) {
-  const rocksdb::CompressionType compression = db->GetOptions(lane).compression;
   int merges = 0;
   for (;;) {
     std::vector<rocksdb::SstFileMetaData> runs = SortedRuns(db, lane);
@@ -101,17 +101,9 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane
       return absl::CancelledError("interrupted while merging runs");
     }
     if (stop.load()) return absl::AbortedError("stopped: another lane's merge failed");
-    const compaction_policy::MergeWindow window = plan.front();
-    std::vector<std::string> names;
-    for (int i = window.start; i < window.start + window.width; ++i) {
-      names.push_back(runs[i].name);
-    }
-    rocksdb::CompactionOptions compaction;
-    compaction.compression = compression;  // As the runs flushed.
-    rocksdb::CompactionJobInfo info;
-    rocksdb::Status s = db->CompactFiles(compaction, lane, names, /*output_level=*/0,
-                                         /*output_path_id=*/-1, nullptr, &info);
-    if (!s.ok()) return FromRocks("merging sorted runs failed", s);
+    ASSIGN_OR_RETURN(const rocksdb::CompactionJobInfo info,
+                     MergeRuns(db, lane, runs, plan.front(), compression,
+                               "merging sorted runs failed"));
     ++merges;
     after_merge(info.stats.total_output_bytes);
   }
@@ -123,12 +115,14 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane
 absl::StatusOr<int> MergeDownLanes(rocksdb::DB* db,
                                    const std::vector<rocksdb::ColumnFamilyHandle*>& lanes,
                                    int max_runs_per_lane, int fan_in,
+                                   rocksdb::CompressionType compression,
                                    const std::atomic<bool>* cancelled,
                                    const std::function<void(uint64_t)>& after_merge) {
   std::vector<absl::StatusOr<int>> results(lanes.size(), 0);
   std::atomic<bool> stop{false};
   auto merge_lane = [&](size_t i) {
-    results[i] = MergeDown(db, lanes[i], max_runs_per_lane, fan_in, cancelled, stop, after_merge);
+    results[i] = MergeDown(db, lanes[i], max_runs_per_lane, fan_in, compression, cancelled, stop,
+                           after_merge);
     if (!results[i].ok()) stop.store(true);
   };
   {
@@ -224,9 +218,10 @@ class ReleaseStallOnError : public rocksdb::EventListener {
 };
 
 // Scratch space a sort needs, measured (docs/tuning.md): the runs (LZ4 or
-// Snappy) hold about half the uncompressed size; a merge briefly holds its inputs and its
-// output, so with merging the peak is up to ~1.5x the runs. Warns on stderr
-// when the filesystem under `dir` has less free space than that.
+// Snappy) hold about half the uncompressed size; a merge briefly holds its
+// inputs and its output, so with merging the peak is up to ~1.5x the runs.
+// Warns on stderr when the filesystem under `dir` has less free space than
+// that.
 void WarnIfShortOfSpace(const std::string& dir, uint64_t size_hint) {
   if (size_hint == 0) return;
   struct statvfs fs;
@@ -491,7 +486,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   }
   ASSIGN_OR_RETURN(report->intermediate_merges,
                    MergeDownLanes(db, lanes, plan.max_final_runs_per_lane,
-                                  plan.merge_down_fan_in, cancelled,
+                                  plan.merge_down_fan_in, plan.options.compression, cancelled,
                                   [&](uint64_t bytes_written) {
                                     sample_temp();
                                     stats->AddManualCompaction(bytes_written);
