@@ -48,7 +48,9 @@ std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db,
 
 // Merges runs[window] of `lane` (as SortedRuns lists them) into one level-0
 // run written with `compression` (DB::CompactFiles) and returns what the
-// merge did. A failure reads "`what`: RocksDB's message".
+// merge did. A failure reads "`what`: RocksDB's message"; Cancelled when
+// the DB's background work was cancelled (rocksdb::CancelAllBackgroundWork)
+// before or during the merge.
 absl::StatusOr<rocksdb::CompactionJobInfo> MergeRuns(
     rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane,
     const std::vector<rocksdb::SstFileMetaData>& runs, compaction_policy::MergeWindow window,

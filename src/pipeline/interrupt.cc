@@ -122,6 +122,32 @@ void InterruptGuard::Disarm() {
   state_->disarmed = true;
 }
 
+CancelWatch::CancelWatch(const std::atomic<bool>* cancelled, std::function<void()> on_cancel,
+                         absl::Duration poll) {
+  if (cancelled == nullptr) return;
+  thread_ = std::thread([this, cancelled, on_cancel = std::move(on_cancel), poll] {
+    for (;;) {
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.AwaitWithTimeout(absl::Condition(&stop_), poll);
+        if (stop_) return;
+      }
+      if (cancelled->load()) {
+        on_cancel();
+        return;
+      }
+    }
+  });
+}
+
+CancelWatch::~CancelWatch() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
 void RemovePathQuietly(const std::string& path) {
   std::error_code ec;
   std::filesystem::remove_all(path, ec);

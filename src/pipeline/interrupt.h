@@ -21,11 +21,15 @@
 #define ROCKSORT_PIPELINE_INTERRUPT_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace rocksort::pipeline {
@@ -75,6 +79,26 @@ class InterruptGuard : public CleanupRegistry {
  private:
   struct State;
   std::shared_ptr<State> state_;
+};
+
+// Calls `on_cancel` once, on a thread of its own, within `poll` of
+// `*cancelled` becoming true, and never after the destructor returns. The
+// pipeline uses it to stop a running merge, which its own checks (between
+// batches, between merges) cannot reach. With `cancelled` null it does
+// nothing.
+class CancelWatch {
+ public:
+  CancelWatch(const std::atomic<bool>* cancelled, std::function<void()> on_cancel,
+              absl::Duration poll = absl::Milliseconds(50));
+  ~CancelWatch();
+
+  CancelWatch(const CancelWatch&) = delete;
+  CancelWatch& operator=(const CancelWatch&) = delete;
+
+ private:
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
 };
 
 // Removes a file or a directory tree, ignoring errors. Async-unsafe; used

@@ -30,6 +30,7 @@
 #include "loader/loader.h"
 #include "pipeline/background_merger.h"
 #include "pipeline/temp_db.h"
+#include "rocksdb/convenience.h"
 #include "rocksdb/listener.h"
 #include "rocksdb/metadata.h"
 #include "rocksdb/sst_file_manager.h"
@@ -423,6 +424,9 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   stats->Attach(&merger);
   absl::Cleanup stop_merger = [&] {
     stats->Detach();
+    // Interrupted: stop the running merge instead of waiting for it (see
+    // stop_merges below; the loader has returned, nothing writes).
+    if (cancelled != nullptr && cancelled->load()) rocksdb::CancelAllBackgroundWork(db, false);
     merger.Stop().IgnoreError();
   };
   if (plan.compaction == compaction_policy::CompactionMode::kPlanned) merger.Start();
@@ -454,6 +458,15 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
     return absl::OkStatus();
   };
   ASSIGN_OR_RETURN(const loader::LoadStats loaded, loader::LoadRecords(*input, db, load_options));
+  // From here on, a signal stops the merge that is running: RunSort checks
+  // for one between merges only, and a merge at a large -m takes minutes,
+  // far beyond the guard's grace period. CompactFiles in RocksDB 7.8 cannot
+  // be cancelled alone, but it stops at the next key once background work
+  // is cancelled (the flag DB::Close sets). Not while loading: a write
+  // stalled for memory would wait for a flush that never comes. Declared
+  // after `temp`, so gone before the DB closes.
+  const CancelWatch stop_merges(cancelled,
+                                [db] { rocksdb::CancelAllBackgroundWork(db, /*wait=*/false); });
   input.reset();  // Frees the decode threads and their buffers.
   report->records = loaded.records;
   report->record_bytes = loaded.record_bytes;

@@ -1,5 +1,6 @@
 #include "pipeline/background_merger.h"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -10,7 +11,9 @@
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "pipeline/temp_db.h"
+#include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "test_util.h"
 
@@ -23,8 +26,10 @@ constexpr int kKeysPerRun = 64;
 constexpr int kValueBytes = 256;
 
 // A DB like the sort's: runs are level-0 files, RocksDB never compacts.
-std::unique_ptr<TempDb> OpenDb(const ScratchDir& dir, int lanes) {
+std::unique_ptr<TempDb> OpenDb(const ScratchDir& dir, int lanes,
+                               std::shared_ptr<rocksdb::EventListener> listener = nullptr) {
   rocksdb::Options options;
+  if (listener != nullptr) options.listeners.push_back(std::move(listener));
   options.create_if_missing = true;
   options.error_if_exists = true;
   options.compaction_style = rocksdb::kCompactionStyleUniversal;
@@ -151,6 +156,50 @@ TEST(BackgroundMergerTest, NeverStartedOrStoppedItDoesNotBlock) {
   EXPECT_FALSE(merger.started());
   EXPECT_TRUE(merger.AwaitBacklog(0).ok());
   EXPECT_EQ(SortedRuns(temp->db(), temp->lanes()[0]).size(), 4u);
+}
+
+// Cancels the DB's background work (what RunSort does on a signal) once a
+// merge is under way: RocksDB calls OnSubcompactionBegin from the merging
+// thread, before the first key.
+class CancelOnMergeBegin : public rocksdb::EventListener {
+ public:
+  void OnSubcompactionBegin(const rocksdb::SubcompactionJobInfo&) override {
+    if (rocksdb::DB* db = db_.load(); db != nullptr) rocksdb::CancelAllBackgroundWork(db, false);
+    ++begun_;
+  }
+  void Arm(rocksdb::DB* db) { db_ = db; }
+  int begun() const { return begun_.load(); }
+
+ private:
+  std::atomic<rocksdb::DB*> db_{nullptr};
+  std::atomic<int> begun_{0};
+};
+
+// A running merge stops, as Cancelled, and leaves the runs as they were: no
+// half-merged run, nothing lost.
+TEST(MergeRunsTest, ARunningMergeStopsWhenBackgroundWorkIsCancelled) {
+  ScratchDir dir;
+  auto listener = std::make_shared<CancelOnMergeBegin>();
+  std::unique_ptr<TempDb> temp = OpenDb(dir, 1, listener);
+  ASSERT_NE(temp, nullptr);
+  rocksdb::ColumnFamilyHandle* lane = temp->lanes()[0];
+  std::mt19937 rng(9);
+  for (int run = 0; run < 4; ++run) FlushRun(temp->db(), lane, run, &rng);
+
+  listener->Arm(temp->db());
+  const absl::StatusOr<rocksdb::CompactionJobInfo> stopped =
+      MergeRuns(temp->db(), lane, SortedRuns(temp->db(), lane), {0, 4},
+                rocksdb::kLZ4Compression, "merging");
+  EXPECT_EQ(listener->begun(), 1);
+  EXPECT_TRUE(absl::IsCancelled(stopped.status())) << stopped.status();
+  EXPECT_EQ(SortedRuns(temp->db(), lane).size(), 4u);
+  EXPECT_EQ(CountKeys(temp->db(), lane), 4 * kKeysPerRun);
+  // And no merge starts after it.
+  const absl::StatusOr<rocksdb::CompactionJobInfo> refused =
+      MergeRuns(temp->db(), lane, SortedRuns(temp->db(), lane), {0, 2},
+                rocksdb::kLZ4Compression, "merging");
+  EXPECT_TRUE(absl::IsCancelled(refused.status())) << refused.status();
+  EXPECT_EQ(listener->begun(), 1);
 }
 
 }  // namespace

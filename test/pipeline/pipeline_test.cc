@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "common/record_checksum.h"
 #include "pipeline/interrupt.h"
@@ -315,6 +316,40 @@ TEST(InterruptGuardDeathTest, UnpublishedRunIsForcedToExitAfterTheGracePeriod) {
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(128 + SIGTERM), "terminated by signal");
+}
+
+TEST(CancelWatchTest, CallsOnceAfterTheFlagIsSet) {
+  std::atomic<bool> cancelled{false};
+  absl::Notification called;
+  std::atomic<int> calls{0};
+  {
+    CancelWatch watch(&cancelled, [&] {
+      ++calls;
+      called.Notify();
+    }, absl::Milliseconds(1));
+    ::usleep(20 * 1000);
+    EXPECT_EQ(calls.load(), 0);  // Not before.
+    cancelled.store(true);
+    EXPECT_TRUE(called.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    ::usleep(20 * 1000);
+  }
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(CancelWatchTest, NeverCallsAfterItIsGone) {
+  std::atomic<bool> cancelled{false};
+  std::atomic<int> calls{0};
+  const absl::Time start = absl::Now();
+  {
+    // A long poll: the destructor must not wait for it.
+    CancelWatch watch(&cancelled, [&] { ++calls; }, absl::Seconds(60));
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  cancelled.store(true);
+  ::usleep(20 * 1000);
+  EXPECT_EQ(calls.load(), 0);
+  CancelWatch no_flag(nullptr, [&] { ++calls; });  // Nothing to watch.
+  EXPECT_EQ(calls.load(), 0);
 }
 
 // A device or FIFO is written in place: renaming a finished file over
