@@ -46,11 +46,9 @@ absl::StatusOr<rocksdb::CompactionJobInfo> MergeRuns(
   rocksdb::CompactionJobInfo info;
   rocksdb::Status s = db->CompactFiles(compaction, lane, names, /*output_level=*/0,
                                        /*output_path_id=*/-1, nullptr, &info);
-  // Background work cancelled (only on a signal: RunSort's CancelWatch)
-  // stops a running CompactFiles; manual compactions disabled refuse one.
-  if (s.IsShutdownInProgress() || s.IsManualCompactionPaused()) {
-    return absl::CancelledError("interrupted while merging runs");
-  }
+  // Background work cancelled (only on a signal, by RunSort) stops a running
+  // CompactFiles and refuses a new one.
+  if (s.IsShutdownInProgress()) return absl::CancelledError("interrupted while merging runs");
   if (!s.ok()) return FromRocks(what, s);
   return info;
 }
