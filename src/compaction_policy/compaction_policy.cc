@@ -131,8 +131,6 @@ SortPlan MakePlan(const PolicyInput& input) {
   // ones at once (BackgroundMerger) instead of waiting for writeback.
   o.bytes_per_sync = 1 * kMiB;
   o.paranoid_checks = true;
-  o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
-  o.keep_log_file_num = 1;
   o.max_manifest_file_size = 64 * kMiB;
   // Every table file is opened with POSIX_FADV_RANDOM (advise_random_on_open,
   // RocksDB's default, stated here because the next line relies on it) and

@@ -29,6 +29,7 @@
 #include "emitter/emitter.h"
 #include "loader/loader.h"
 #include "pipeline/background_merger.h"
+#include "pipeline/rocksdb_log.h"
 #include "pipeline/temp_db.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/listener.h"
@@ -326,6 +327,11 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   std::shared_ptr<rocksdb::SstFileManager> sst_files(
       rocksdb::NewSstFileManager(rocksdb::Env::Default()));
   plan.options.sst_file_manager = sst_files;
+  // RocksDB's warnings and errors reach stderr with -v; nothing is logged to
+  // a file (rocksdb_log.h).
+  plan.options.info_log = std::make_shared<StderrLogger>(
+      options.verbosity > 0 ? rocksdb::InfoLogLevel::WARN_LEVEL
+                            : rocksdb::InfoLogLevel::NUM_INFO_LOG_LEVELS);
   if (options.verbosity > 0) {
     std::fprintf(stderr,
                  "rocksort: disk profile %s (%s; %s); memory budget %llu bytes; size %llu (%s); "

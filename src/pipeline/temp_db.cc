@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "pipeline/interrupt.h"
+#include "pipeline/rocksdb_log.h"
 #include "rocksdb/convenience.h"
 
 namespace rocksort::pipeline {
@@ -34,12 +35,23 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
         absl::StrFormat("can't create temporary directory \"%s\": %s", templ,
                         std::strerror(err)));
   }
-  std::unique_ptr<TempDb> temp(new TempDb(buf.data(), options, registry));
+  rocksdb::Options db_wide = options;
+  // Never RocksDB's own LOG file in the directory (rocksdb_log.h).
+  if (db_wide.info_log == nullptr) {
+    db_wide.info_log = std::make_shared<StderrLogger>(rocksdb::InfoLogLevel::NUM_INFO_LOG_LEVELS);
+  }
+  std::unique_ptr<TempDb> temp(new TempDb(buf.data(), db_wide, registry));
   if (registry != nullptr) registry->Register(temp->dir_);
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   families.emplace_back(rocksdb::kDefaultColumnFamilyName, options);
   for (int i = 1; i < lanes; ++i) families.emplace_back(absl::StrCat("lane", i), options);
-  rocksdb::DBOptions db_options(options);
+  // Created here rather than by RocksDB, which logs an error for the
+  // missing directory before creating it.
+  if (::mkdir(temp->db_path_.c_str(), 0700) != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "can't create directory \"%s\": %s", temp->db_path_, ErrnoText()));
+  }
+  rocksdb::DBOptions db_options(db_wide);
   db_options.create_missing_column_families = true;
   rocksdb::DB* db = nullptr;
   rocksdb::Status s =

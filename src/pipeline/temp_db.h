@@ -35,6 +35,8 @@ class TempDb {
   // with `lanes` (>= 1) column families, all with `options`: the default one
   // and "lane1", "lane2"... `registry` (may be null, not owned, must outlive
   // this) learns the directory for forced cleanup. Errors name the directory.
+  // Without options.info_log the DB logs nothing (never a LOG file: see
+  // rocksdb_log.h).
   static absl::StatusOr<std::unique_ptr<TempDb>> Create(const std::string& prefix,
                                                         const rocksdb::Options& options,
                                                         int lanes, CleanupRegistry* registry);

@@ -11,11 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "common/record_checksum.h"
 #include "pipeline/interrupt.h"
+#include "pipeline/rocksdb_log.h"
 #include "pipeline/temp_db.h"
 #include "test_util.h"
 
@@ -192,6 +194,64 @@ TEST(TempDbTest, LanesAreColumnFamiliesDestroyedWithTheDb) {
   EXPECT_TRUE((*db)->Destroy().ok());
   EXPECT_TRUE((*db)->lanes().empty());
   EXPECT_TRUE(dir.List().empty());
+}
+
+// RocksDB's own LOG file aborted rocksort on a full temp filesystem
+// (rocksdb_log.h): a temp DB must never create one, whoever made its options.
+TEST(TempDbTest, NeverWritesAnInfoLogFile) {
+  ScratchDir dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.error_if_exists = true;
+  absl::StatusOr<std::unique_ptr<TempDb>> db =
+      TempDb::Create(dir.File("rocksort."), options, 1, nullptr);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->db()->Put(rocksdb::WriteOptions(), "k", "v").ok());
+  ASSERT_TRUE((*db)->db()->Flush(rocksdb::FlushOptions()).ok());
+  int tables = 0;
+  for (const auto& entry : std::filesystem::directory_iterator((*db)->db_path())) {
+    const std::string name = entry.path().filename();
+    EXPECT_NE(name.rfind("LOG", 0), 0u) << name;
+    if (absl::EndsWith(name, ".sst")) ++tables;
+  }
+  EXPECT_EQ(tables, 1);  // The listing saw the DB's files.
+  EXPECT_TRUE((*db)->Destroy().ok());
+  EXPECT_TRUE(dir.List().empty());
+}
+
+// Logs `format` through RocksDB's leveled entry point into a pipe read back.
+std::string LogThrough(rocksdb::InfoLogLevel logger_level, rocksdb::InfoLogLevel level,
+                       const std::string& message) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  {
+    StderrLogger logger(logger_level, fds[1]);
+    rocksdb::Log(level, std::shared_ptr<rocksdb::Logger>(&logger, [](rocksdb::Logger*) {}),
+                 "%s", message.c_str());
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) out.append(buf, n);
+  ::close(fds[0]);
+  return out;
+}
+
+TEST(StderrLoggerTest, WritesOneLineAtOrAboveItsLevelAndDropsTheRest) {
+  using rocksdb::InfoLogLevel;
+  EXPECT_EQ(LogThrough(InfoLogLevel::WARN_LEVEL, InfoLogLevel::WARN_LEVEL, "disk full"),
+            "rocksort: rocksdb: [WARN] disk full\n");
+  EXPECT_EQ(LogThrough(InfoLogLevel::WARN_LEVEL, InfoLogLevel::ERROR_LEVEL, "bad\n"),
+            "rocksort: rocksdb: [ERROR] bad\n");
+  EXPECT_EQ(LogThrough(InfoLogLevel::WARN_LEVEL, InfoLogLevel::INFO_LEVEL, "flushed"), "");
+  // The options dump on open comes as header lines, above every level.
+  EXPECT_EQ(LogThrough(InfoLogLevel::WARN_LEVEL, InfoLogLevel::HEADER_LEVEL, "Options"), "");
+  EXPECT_EQ(LogThrough(InfoLogLevel::NUM_INFO_LOG_LEVELS, InfoLogLevel::FATAL_LEVEL, "x"), "");
+  const std::string cut =
+      LogThrough(InfoLogLevel::WARN_LEVEL, InfoLogLevel::WARN_LEVEL, std::string(5000, 'x'));
+  EXPECT_EQ(cut.size(), 1024u);
+  EXPECT_EQ(cut.substr(0, 26), "rocksort: rocksdb: [WARN] ");
+  EXPECT_EQ(cut.back(), '\n');
 }
 
 TEST(TempDbTest, MissingParentDirectoryIsAnErrorNamingIt) {
