@@ -158,11 +158,17 @@ TEST_F(PipelineTest, TempDirectoryGoesUnderPrefixOrBesideOutput) {
   EXPECT_EQ(TempDirPrefix(o), dir_.File("tmpx") + ".rocksort.");
 }
 
-TEST(TempDbTest, FreshDirectoryIsNeverAnExistingOne) {
-  ScratchDir dir;
+// Options for a DB that must not exist yet.
+rocksdb::Options NewDbOptions() {
   rocksdb::Options options;
   options.create_if_missing = true;
   options.error_if_exists = true;
+  return options;
+}
+
+TEST(TempDbTest, FreshDirectoryIsNeverAnExistingOne) {
+  ScratchDir dir;
+  const rocksdb::Options options = NewDbOptions();
   const std::string prefix = dir.File("rocksort.");
   absl::StatusOr<std::unique_ptr<TempDb>> a = TempDb::Create(prefix, options, 1, nullptr);
   absl::StatusOr<std::unique_ptr<TempDb>> b = TempDb::Create(prefix, options, 1, nullptr);
@@ -176,9 +182,7 @@ TEST(TempDbTest, FreshDirectoryIsNeverAnExistingOne) {
 
 TEST(TempDbTest, LanesAreColumnFamiliesDestroyedWithTheDb) {
   ScratchDir dir;
-  rocksdb::Options options;
-  options.create_if_missing = true;
-  options.error_if_exists = true;
+  const rocksdb::Options options = NewDbOptions();
   absl::StatusOr<std::unique_ptr<TempDb>> db =
       TempDb::Create(dir.File("rocksort."), options, 3, nullptr);
   ASSERT_TRUE(db.ok()) << db.status();
@@ -200,9 +204,7 @@ TEST(TempDbTest, LanesAreColumnFamiliesDestroyedWithTheDb) {
 // (rocksdb_log.h): a temp DB must never create one, whoever made its options.
 TEST(TempDbTest, NeverWritesAnInfoLogFile) {
   ScratchDir dir;
-  rocksdb::Options options;
-  options.create_if_missing = true;
-  options.error_if_exists = true;
+  const rocksdb::Options options = NewDbOptions();
   absl::StatusOr<std::unique_ptr<TempDb>> db =
       TempDb::Create(dir.File("rocksort."), options, 1, nullptr);
   ASSERT_TRUE(db.ok()) << db.status();
