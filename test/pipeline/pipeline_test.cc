@@ -221,7 +221,8 @@ TEST(TempDbTest, NeverWritesAnInfoLogFile) {
   EXPECT_TRUE(dir.List().empty());
 }
 
-// Logs `format` through RocksDB's leveled entry point into a pipe read back.
+// Logs `message` at `level` through RocksDB's leveled entry point into a
+// logger at `logger_level` writing to a pipe, and returns what it wrote.
 std::string LogThrough(rocksdb::InfoLogLevel logger_level, rocksdb::InfoLogLevel level,
                        const std::string& message) {
   int fds[2];
