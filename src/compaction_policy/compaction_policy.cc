@@ -208,6 +208,15 @@ SortPlan MakePlan(const PolicyInput& input) {
       plan.min_readahead,
       FitToRequests(plan.max_readahead, plan.request_bytes, plan.read_slack, /*nearest=*/false));
   const uint64_t blocks = 2 * table.block_size;  // Compressed and decoded block per run.
+  // Compaction off (--no-compaction, -s 0) means what it says: the final
+  // merge reads the flushed runs directly, at whatever readahead its memory
+  // leaves per run, down to one block (reads of two blocks), and runs are
+  // merged beforehand only when even that does not fit (memory or open
+  // files). Every record is then written once, which is fastest where seeks
+  // are cheap; on a rotating disk such small reads make the final merge
+  // seek-bound, which is what the size-driven modes avoid by merging down
+  // to runs read at the seek floor.
+  if (!input.allow_compaction) plan.min_readahead = table.block_size;
 
   plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
 

@@ -49,7 +49,9 @@ struct PolicyInput {
   // file). 0 = unknown (a pipe): compaction starts adaptively once more runs
   // were flushed than the final merge reads efficiently.
   uint64_t size_hint = 0;
-  // False for --no-compaction / -s 0: runs are merged only at the end.
+  // False for --no-compaction / -s 0: no merges while loading, and the
+  // final merge reads the flushed runs directly (min_readahead one block),
+  // after merging only what its memory or the open-file limit cannot hold.
   bool allow_compaction = true;
   DiskKind disk = DiskKind::kSsd;
   RunCompression run_compression = RunCompression::kLz4;
@@ -108,7 +110,8 @@ struct SortPlan {
   uint64_t merge_budget = 0;
   // Smallest readahead per run of the final merge: the disk's seek floor
   // (2 MiB on hdd, 256 KiB on ssd), or less when smaller reads still
-  // deliver what the emitter consumes (1 MiB on hdd at -@ 1-2).
+  // deliver what the emitter consumes (1 MiB on hdd at -@ 1-2); one block
+  // when compaction is off, so that it reads as many runs as memory holds.
   size_t min_readahead = 0;
   // Smallest readahead per input of an intermediate merge (background
   // compaction or a merge after loading); the options' compaction_readahead_size
@@ -147,6 +150,8 @@ struct SortPlan {
 //   * The final merge may use merge_budget = max(3/4 B, 16 MiB, enough for 8
 //     runs per lane at the floor), so it reads at most
 //     K = max_final_runs = merge_budget / (min_readahead + 2 x block) runs.
+//     With compaction off min_readahead is one block: K is what memory can
+//     hold at all, not what the disk reads efficiently.
 //   * Expected runs T = size / write_buffer_size. If T <= K nothing is merged
 //     before the end (compaction would be pure write amplification). Otherwise
 //     while loading, each lane's oldest f to F fresh runs are merged into one

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "rocksdb/table.h"
 
@@ -49,12 +50,26 @@ TEST(CompactionPolicy, UnknownSizeStartsAdaptive) {
   EXPECT_EQ(plan.adaptive_trigger_runs, plan.max_final_runs);
 }
 
-TEST(CompactionPolicy, NoCompactionMeansOff) {
-  PolicyInput in = Input(64 * kMiB, 2, 512 * 1024 * kMiB);
-  in.allow_compaction = false;
-  const SortPlan plan = MakePlan(in);
-  EXPECT_EQ(plan.compaction, CompactionMode::kOff);
-  EXPECT_TRUE(plan.options.disable_auto_compactions);
+TEST(CompactionPolicy, NoCompactionReadsAsManyRunsAsMemoryHolds) {
+  for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
+    SCOPED_TRACE(static_cast<int>(disk));
+    PolicyInput in = Input(64 * kMiB, 2, 512 * 1024 * kMiB, disk);
+    const SortPlan on = MakePlan(in);
+    in.allow_compaction = false;
+    const SortPlan plan = MakePlan(in);
+    EXPECT_EQ(plan.compaction, CompactionMode::kOff);
+    EXPECT_TRUE(plan.options.disable_auto_compactions);
+    // The same memory for the final merge, read down to one block of
+    // readahead per run (plus the two blocks every run holds), not at the
+    // disk's seek floor: many more runs are read without merging first.
+    const uint64_t block = 64 * 1024;
+    EXPECT_EQ(plan.merge_budget, on.merge_budget);
+    EXPECT_EQ(plan.min_readahead, block);
+    EXPECT_EQ(static_cast<uint64_t>(plan.max_final_runs), plan.merge_budget / (3 * block));
+    EXPECT_GE(plan.max_final_runs, 2 * on.max_final_runs);
+    EXPECT_EQ(FinalReadahead(plan, plan.max_final_runs), block);
+    EXPECT_GT(FinalReadahead(plan, on.max_final_runs), block);
+  }
 }
 
 TEST(CompactionPolicy, FewExpectedRunsNeedNoCompaction) {
@@ -428,22 +443,26 @@ TEST(CompactionPolicy, OpenFileLimitCapsTheTableCacheAndEveryMerge) {
             -1);
   for (uint64_t limit : {uint64_t{64}, uint64_t{256}, uint64_t{1024}}) {
     for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
-      // A large budget, whose merges would otherwise read thousands of runs.
-      PolicyInput in = Input(8192 * kMiB, 4, 1000 * 8192 * kMiB, disk);
-      in.open_files = limit;
-      const SortPlan plan = MakePlan(in);
-      SCOPED_TRACE(limit);
-      const rocksdb::Options& o = plan.options;
-      ASSERT_GT(o.max_open_files, 0);
-      EXPECT_LT(static_cast<uint64_t>(o.max_open_files), limit);
-      // Whatever merges at once fits in the table cache: the final merge,
-      // the lanes' merges after loading together, the background merges.
-      EXPECT_LE(plan.max_final_runs, o.max_open_files / 2);
-      EXPECT_LE(plan.merge_down_fan_in * plan.lanes, std::max(o.max_open_files / 2, 2 * plan.lanes));
-      EXPECT_LE(plan.merge_max_fan_in * plan.background_merges,
-                std::max(o.max_open_files / 2, 2 * plan.background_merges));
-      EXPECT_GE(plan.max_final_runs, 2);
-      EXPECT_GE(plan.merge_down_fan_in, 2);
+      for (bool compaction : {true, false}) {
+        // A large budget, whose merges would otherwise read thousands of runs.
+        PolicyInput in = Input(8192 * kMiB, 4, 1000 * 8192 * kMiB, disk);
+        in.open_files = limit;
+        in.allow_compaction = compaction;
+        const SortPlan plan = MakePlan(in);
+        SCOPED_TRACE(absl::StrCat(limit, compaction ? " compaction" : " no compaction"));
+        const rocksdb::Options& o = plan.options;
+        ASSERT_GT(o.max_open_files, 0);
+        EXPECT_LT(static_cast<uint64_t>(o.max_open_files), limit);
+        // Whatever merges at once fits in the table cache: the final merge,
+        // the lanes' merges after loading together, the background merges.
+        EXPECT_LE(plan.max_final_runs, o.max_open_files / 2);
+        EXPECT_LE(plan.merge_down_fan_in * plan.lanes,
+                  std::max(o.max_open_files / 2, 2 * plan.lanes));
+        EXPECT_LE(plan.merge_max_fan_in * plan.background_merges,
+                  std::max(o.max_open_files / 2, 2 * plan.background_merges));
+        EXPECT_GE(plan.max_final_runs, 2);
+        EXPECT_GE(plan.merge_down_fan_in, 2);
+      }
     }
   }
   // A generous limit changes nothing but the cache's size.

@@ -959,8 +959,9 @@ TEST_F(ReliabilityTest, FullTempFilesystemFailsCleanly) {
 }
 
 // Room for the flushed runs (13.5 MB measured for this input) but not for
-// merging them: with -m 4M and the hdd profile the final merge reads at most
-// 15 of the 25 runs, so rocksort merges 11 of them (5.6 MB) after loading,
+// merging them: with -m 4M, a size hint far below the data (so no merging
+// while loading) and the hdd profile the final merge reads at most 15 of the
+// 25 runs, so rocksort merges 11 of them (5.6 MB) after loading,
 // and a merge's output exists before its inputs are deleted. Sizes measured
 // (eighth session): up to 16 MiB fails while loading, 17-22 MiB while
 // merging, 23 MiB sometimes succeeds (deletion timing), 24 MiB always.
@@ -972,7 +973,7 @@ TEST_F(ReliabilityTest, FullTempFilesystemWhileMergingFailsCleanly) {
   if (tmp.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << mount_error_;
   const std::string in = Generate("in.bam", "-n 40000 --seed 13");
   const CommandResult r = RunCommand(Rocksort(absl::StrCat(
-      "-m 4M --no-compaction --disk hdd -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
+      "-m 4M -s 1K --disk hdd -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
   ExpectCleanFailure(r, 1, {tmp});
   EXPECT_TRUE(absl::StrContains(r.stderr_text, "merging sorted runs failed")) << r.stderr_text;
   EXPECT_TRUE(fs::is_empty(tmp)) << "the tmpfs is not empty";
