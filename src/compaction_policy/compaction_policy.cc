@@ -362,22 +362,25 @@ size_t FinalReadahead(const SortPlan& plan, int runs) {
 
 std::string DescribePlan(const SortPlan& plan) {
   const rocksdb::Options& o = plan.options;
+  // The background merges' numbers only where they run.
+  std::string compaction = "off";
+  if (plan.compaction != CompactionMode::kOff) {
+    compaction = absl::StrFormat(
+        "%s (%d merge(s) at a time, fan-in %d..%d, readahead %d KiB%s)",
+        plan.compaction == CompactionMode::kPlanned ? "planned" : "adaptive",
+        plan.background_merges, plan.merge_fan_in, plan.merge_max_fan_in,
+        o.compaction_readahead_size / 1024,
+        plan.compaction == CompactionMode::kAdaptive
+            ? absl::StrCat(", starts after ", plan.adaptive_trigger_runs, " runs")
+            : std::string());
+  }
   return absl::StrFormat(
-      "write_buffer_size=%d x %d, %s runs, %d lane(s), expected runs %s, compaction %s "
-      "(%d merge(s) at a time, fan-in %d..%d, readahead %d KiB%s), merges after loading "
-      "fan-in <= %d, final merge <= %d runs (readahead %d..%d KiB)",
+      "write_buffer_size=%d x %d, %s runs, %d lane(s), expected runs %s, compaction %s, "
+      "merges after loading fan-in <= %d, final merge <= %d runs (readahead %d..%d KiB)",
       o.write_buffer_size, o.max_write_buffer_number,
       o.compression == rocksdb::kSnappyCompression ? "snappy" : "lz4", plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
-      plan.compaction == CompactionMode::kOff
-          ? "off"
-          : plan.compaction == CompactionMode::kPlanned ? "planned" : "adaptive",
-      plan.background_merges, plan.merge_fan_in, plan.merge_max_fan_in,
-      o.compaction_readahead_size / 1024,
-      plan.compaction == CompactionMode::kAdaptive
-          ? absl::StrCat(", starts after ", plan.adaptive_trigger_runs, " runs")
-          : std::string(),
-      plan.merge_down_fan_in, plan.max_final_runs, plan.min_readahead / 1024,
+      compaction, plan.merge_down_fan_in, plan.max_final_runs, plan.min_readahead / 1024,
       plan.max_readahead / 1024);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -70,6 +71,22 @@ TEST(CompactionPolicy, NoCompactionReadsAsManyRunsAsMemoryHolds) {
     EXPECT_EQ(FinalReadahead(plan, plan.max_final_runs), block);
     EXPECT_GT(FinalReadahead(plan, on.max_final_runs), block);
   }
+}
+
+TEST(CompactionPolicy, DescriptionShowsBackgroundMergesOnlyWhenTheyRun) {
+  PolicyInput in = Input(64 * kMiB, 2, 512 * 1024 * kMiB, DiskKind::kHdd);
+  const std::string planned = DescribePlan(MakePlan(in));
+  EXPECT_NE(planned.find("compaction planned ("), std::string::npos) << planned;
+  EXPECT_NE(planned.find(" merge(s) at a time, fan-in "), std::string::npos) << planned;
+  in.allow_compaction = false;
+  const std::string off = DescribePlan(MakePlan(in));
+  EXPECT_NE(off.find("compaction off, merges after loading fan-in <= "), std::string::npos) << off;
+  EXPECT_EQ(off.find("at a time"), std::string::npos) << off;
+  in.allow_compaction = true;
+  in.size_hint = 0;
+  const std::string adaptive = DescribePlan(MakePlan(in));
+  EXPECT_NE(adaptive.find("compaction adaptive ("), std::string::npos) << adaptive;
+  EXPECT_NE(adaptive.find(", starts after "), std::string::npos) << adaptive;
 }
 
 TEST(CompactionPolicy, FewExpectedRunsNeedNoCompaction) {
