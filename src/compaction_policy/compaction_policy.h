@@ -94,7 +94,8 @@ struct SortPlan {
   uint64_t expected_runs = 0;
   // Runs one merge while loading takes: at least merge_fan_in, at most
   // merge_max_fan_in (what the memory of one merge holds at
-  // min_merge_readahead per input). At most background_merges run at once.
+  // min_background_readahead per input). At most background_merges run at
+  // once.
   int merge_fan_in = 0;
   int merge_max_fan_in = 0;
   int background_merges = 1;
@@ -113,10 +114,14 @@ struct SortPlan {
   // deliver what the emitter consumes (1 MiB on hdd at -@ 1-2); one block
   // when compaction is off, so that it reads as many runs as memory holds.
   size_t min_readahead = 0;
-  // Smallest readahead per input of an intermediate merge (background
-  // compaction or a merge after loading); the options' compaction_readahead_size
-  // is at least this.
+  // Smallest readahead per input of a merge after loading, which reads runs
+  // back from the disk; merge_down_readahead is at least this.
   size_t min_merge_readahead = 0;
+  // Smallest readahead per input of a background merge (while loading),
+  // which reads fresh runs from the page cache: 128 KiB (less if
+  // min_merge_readahead is less). The options' compaction_readahead_size is
+  // at least this while loading.
+  size_t min_background_readahead = 0;
   // Readahead per run beyond which more memory buys nothing.
   size_t max_readahead = 0;
   // PolicyInput::request_bytes. When it is larger than read_slack, every
@@ -157,7 +162,7 @@ struct SortPlan {
 //     while loading, each lane's oldest f to F fresh runs are merged into one
 //     (pipeline::BackgroundMerger), with f the larger of T / K (one round
 //     reaches K runs) and 2, and F what fits in the memory of one merge,
-//     max(B/4, 16 MiB) / background_merges, at min_merge_readahead + 2 x
+//     max(B/4, 16 MiB) / background_merges, at min_background_readahead + 2 x
 //     block per input (f <= F); the inputs share that memory as readahead
 //     (compaction_readahead_size). When memory caps f, the merges after
 //     loading take the ~T / f merged runs to K.

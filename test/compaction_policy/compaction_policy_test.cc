@@ -133,7 +133,7 @@ TEST(CompactionPolicy, ManyExpectedRunsAreMergedInOneBackgroundRound) {
   const auto* table = plan.options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
   // Capped by memory: one more input at the smallest merge readahead would
   // not fit in the compaction memory.
-  const uint64_t per_input = plan.min_merge_readahead + 2 * table->block_size;
+  const uint64_t per_input = plan.min_background_readahead + 2 * table->block_size;
   const bool memory_capped = (f + 1) * per_input * plan.background_merges >
                              std::max<uint64_t>(16 * kMiB, 64 * kMiB / 4);
   EXPECT_TRUE(static_cast<uint64_t>(f) * plan.max_final_runs >= plan.expected_runs ||
@@ -141,10 +141,10 @@ TEST(CompactionPolicy, ManyExpectedRunsAreMergedInOneBackgroundRound) {
 }
 
 TEST(CompactionPolicy, MemoryCappedFanInLeavesOneRoundAfterLoading) {
-  // -@ 2 -m 8M on hdd with a 7 GB hint (the benchmark): memory caps f, and
-  // the merged runs of one background round are few enough for one round of
-  // merges after loading to reach K.
-  PolicyInput in = Input(16 * kMiB, 2, 7000 * kMiB, DiskKind::kHdd);
+  // -@ 2 -m 8M on hdd with a 16 GB hint (data:memory 1000): memory caps f,
+  // and the merged runs of one background round are few enough for one
+  // round of merges after loading to reach K.
+  PolicyInput in = Input(16 * kMiB, 2, 16000 * kMiB, DiskKind::kHdd);
   in.request_bytes = 1016 * 1024;
   const SortPlan plan = MakePlan(in);
   ASSERT_EQ(plan.compaction, CompactionMode::kPlanned);
@@ -200,10 +200,11 @@ TEST(CompactionPolicy, SecondMergeAtATimeOnlyWhenOneRoundCannotReachK) {
                                               : CompactionMode::kPlanned);
     return plan.background_merges;
   };
-  // The benchmark at -@ 2: -m 8M needs two rounds (T / K = 54, F = 15),
-  // -m 32M one (T / K = 9.3).
-  EXPECT_EQ(merges(16 * kMiB, 2, 7000 * kMiB), 2);
+  // The benchmark at -@ 2: one round reaches K at -m 8M (T / K = 56, F =
+  // 64) and -m 32M (T / K = 9.3); at -m 8M 16 GB need two.
+  EXPECT_EQ(merges(16 * kMiB, 2, 7000 * kMiB), 1);
   EXPECT_EQ(merges(64 * kMiB, 2, 7000 * kMiB), 1);
+  EXPECT_EQ(merges(16 * kMiB, 2, 16000 * kMiB), 2);
   // One core: a second merge would only compete with the loader.
   EXPECT_EQ(merges(8 * kMiB, 1, 7000 * kMiB), 1);
   // An unknown size is no evidence of a second round.
@@ -227,7 +228,7 @@ TEST(CompactionPolicy, MergesFitTheirMemory) {
           SCOPED_TRACE(testing::Message() << "budget " << budget << " threads " << threads
                                           << " request " << request);
           // Background compactions, all running at once, within max(B/4, 16 MiB).
-          EXPECT_GE(plan.options.compaction_readahead_size, plan.min_merge_readahead);
+          EXPECT_GE(plan.options.compaction_readahead_size, plan.min_background_readahead);
           EXPECT_LE(plan.merge_max_fan_in * (plan.options.compaction_readahead_size + blocks) *
                         plan.background_merges,
                     std::max(budget / 4, 16 * kMiB));
