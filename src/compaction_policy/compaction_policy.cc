@@ -207,16 +207,10 @@ SortPlan MakePlan(const PolicyInput& input) {
       FitToRequests(plan.min_readahead, plan.request_bytes, plan.read_slack, /*nearest=*/true);
   plan.min_merge_readahead = FitToRequests(plan.min_merge_readahead, plan.request_bytes,
                                            plan.read_slack, /*nearest=*/true);
-  // Background merges read runs flushed moments ago, which are still in the
-  // page cache (the loader waits for the merger, AwaitBacklog, and what is
-  // merged or read leaves the cache at once: docs/design.md), so their
-  // reads cost no seeks and a small readahead buys fan-in. At -@ 2 -m 8M on
-  // the 2 GiB benchmark (emulated HDD), 128 KiB instead of 948 KiB per input
-  // let one merge take 58-64 fresh runs instead of two merges 7: write
-  // amplification 2.08 instead of 2.87, 313 instead of 332 CPU s, 5807
-  // instead of 8480 MiB read from the disk, 178.4 s instead of 186.3 s (one
-  // run each, thirteenth session); two merges of 32 runs: 2.40, 184.3 s.
-  plan.min_background_readahead = std::min<size_t>(
+  // Background merges read like the merges after loading unless their
+  // fan-in needs smaller reads (below).
+  plan.min_background_readahead = plan.min_merge_readahead;
+  const size_t cached_readahead = std::min<size_t>(
       plan.min_merge_readahead,
       FitToRequests(kBackgroundReadahead, plan.request_bytes, plan.read_slack, /*nearest=*/true));
   plan.max_readahead = std::max(
@@ -299,6 +293,20 @@ SortPlan MakePlan(const PolicyInput& input) {
   const double ratio = input.size_hint == 0
                            ? 64.0  // Unknown size: plan for data ~64x the final fan-in.
                            : static_cast<double>(plan.expected_runs) / plan.max_final_runs;
+  // Background merges read runs flushed moments ago, which are still in the
+  // page cache (the loader waits for the merger, AwaitBacklog, and what is
+  // merged or read leaves the cache at once: docs/design.md), so their
+  // reads cost no seeks, and when one merge at min_merge_readahead cannot
+  // take T / K runs, 128 KiB reads buy the fan-in. At -@ 2 -m 8M on the
+  // 2 GiB benchmark (emulated HDD), 128 KiB instead of 948 KiB per input
+  // let one merge take 54-64 fresh runs instead of two merges 7: write
+  // amplification 2.08 instead of 2.87, 313 instead of 332 CPU s, 5807
+  // instead of 8480 MiB read from the disk, 178.4 s instead of 186.3 s (one
+  // run each, thirteenth session); two merges of 32 runs: 2.40, 184.3 s.
+  // When the fan-in is there anyway (-m 32M: 15 runs at 948 KiB for T / K =
+  // 9.3) the larger reads stay, and keep a merge fast should its inputs
+  // have left the cache.
+  if (ratio > memory_fan_in_of(1)) plan.min_background_readahead = cached_readahead;
   // A second merge at a time from -@ 2 on, when the size is known to need
   // more than one round (T / K above what one merge takes): the merges after
   // loading finish the job anyway, so two narrower merges lose little, and

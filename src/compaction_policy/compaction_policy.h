@@ -117,10 +117,10 @@ struct SortPlan {
   // Smallest readahead per input of a merge after loading, which reads runs
   // back from the disk; merge_down_readahead is at least this.
   size_t min_merge_readahead = 0;
-  // Smallest readahead per input of a background merge (while loading),
-  // which reads fresh runs from the page cache: 128 KiB (less if
-  // min_merge_readahead is less). The options' compaction_readahead_size is
-  // at least this while loading.
+  // Smallest readahead per input of a background merge (while loading):
+  // min_merge_readahead, or 128 KiB (fresh runs are read from the page
+  // cache) when one merge at min_merge_readahead cannot take T / K runs.
+  // The options' compaction_readahead_size is at least this while loading.
   size_t min_background_readahead = 0;
   // Readahead per run beyond which more memory buys nothing.
   size_t max_readahead = 0;

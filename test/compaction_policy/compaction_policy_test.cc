@@ -213,6 +213,30 @@ TEST(CompactionPolicy, SecondMergeAtATimeOnlyWhenOneRoundCannotReachK) {
   EXPECT_EQ(merges(32 * kMiB, 4, 7000 * kMiB), 2);
 }
 
+TEST(CompactionPolicy, BackgroundMergesReadSmallChunksOnlyForFanIn) {
+  const auto plan = [](uint64_t budget, uint64_t size_hint) {
+    PolicyInput in = Input(budget, 2, size_hint, DiskKind::kHdd);
+    in.request_bytes = 1016 * 1024;
+    return MakePlan(in);
+  };
+  // -m 32M on the benchmark: one merge of 948 KiB reads takes T / K runs.
+  const SortPlan wide = plan(64 * kMiB, 7000 * kMiB);
+  EXPECT_EQ(wide.min_background_readahead, wide.min_merge_readahead);
+  EXPECT_GE(wide.merge_max_fan_in, wide.merge_fan_in);
+  // -m 8M: it could not (F = 15 for T / K = 56); 128 KiB reads let one
+  // merge take them all.
+  const SortPlan narrow = plan(16 * kMiB, 7000 * kMiB);
+  EXPECT_EQ(narrow.min_background_readahead, 128 * 1024);
+  EXPECT_LT(narrow.min_background_readahead, narrow.min_merge_readahead);
+  EXPECT_EQ(narrow.background_merges, 1);
+  EXPECT_GE(static_cast<uint64_t>(narrow.merge_fan_in) * narrow.max_final_runs,
+            narrow.expected_runs);
+  EXPECT_GE(narrow.options.compaction_readahead_size, 128 * 1024);
+  EXPECT_LT(narrow.options.compaction_readahead_size, narrow.min_merge_readahead);
+  // The merges after loading read runs back from the disk: disk-sized reads.
+  EXPECT_GE(narrow.merge_down_readahead, narrow.min_merge_readahead);
+}
+
 TEST(CompactionPolicy, MergesFitTheirMemory) {
   for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
     for (uint64_t budget : {16 * kMiB, 64 * kMiB, 1024 * kMiB}) {
