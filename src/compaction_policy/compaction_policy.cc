@@ -305,8 +305,11 @@ SortPlan MakePlan(const PolicyInput& input) {
   // run each, thirteenth session); two merges of 32 runs: 2.40, 184.3 s.
   // When the fan-in is there anyway (-m 32M: 15 runs at 948 KiB for T / K =
   // 9.3) the larger reads stay, and keep a merge fast should its inputs
-  // have left the cache.
-  if (ratio > memory_fan_in_of(1)) plan.min_background_readahead = cached_readahead;
+  // have left the cache. So do they for an unknown size (a pipe), whose
+  // ratio is a guess and which was not measured with the smaller reads.
+  if (input.size_hint != 0 && ratio > memory_fan_in_of(1)) {
+    plan.min_background_readahead = cached_readahead;
+  }
   // A second merge at a time from -@ 2 on, when the size is known to need
   // more than one round (T / K above what one merge takes): the merges after
   // loading finish the job anyway, so two narrower merges lose little, and

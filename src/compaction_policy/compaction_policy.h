@@ -119,7 +119,8 @@ struct SortPlan {
   size_t min_merge_readahead = 0;
   // Smallest readahead per input of a background merge (while loading):
   // min_merge_readahead, or 128 KiB (fresh runs are read from the page
-  // cache) when one merge at min_merge_readahead cannot take T / K runs.
+  // cache) when the size is known and one merge at min_merge_readahead
+  // cannot take T / K runs.
   // The options' compaction_readahead_size is at least this while loading.
   size_t min_background_readahead = 0;
   // Readahead per run beyond which more memory buys nothing.

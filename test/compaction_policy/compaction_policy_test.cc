@@ -235,6 +235,9 @@ TEST(CompactionPolicy, BackgroundMergesReadSmallChunksOnlyForFanIn) {
   EXPECT_LT(narrow.options.compaction_readahead_size, narrow.min_merge_readahead);
   // The merges after loading read runs back from the disk: disk-sized reads.
   EXPECT_GE(narrow.merge_down_readahead, narrow.min_merge_readahead);
+  // An unknown size (a pipe) keeps disk-sized reads: its ratio is a guess.
+  const SortPlan pipe = plan(16 * kMiB, 0);
+  EXPECT_EQ(pipe.min_background_readahead, pipe.min_merge_readahead);
 }
 
 TEST(CompactionPolicy, MergesFitTheirMemory) {
