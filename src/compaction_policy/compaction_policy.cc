@@ -207,12 +207,6 @@ SortPlan MakePlan(const PolicyInput& input) {
       FitToRequests(plan.min_readahead, plan.request_bytes, plan.read_slack, /*nearest=*/true);
   plan.min_merge_readahead = FitToRequests(plan.min_merge_readahead, plan.request_bytes,
                                            plan.read_slack, /*nearest=*/true);
-  // Background merges read like the merges after loading unless their
-  // fan-in needs smaller reads (below).
-  plan.min_background_readahead = plan.min_merge_readahead;
-  const size_t cached_readahead = std::min<size_t>(
-      plan.min_merge_readahead,
-      FitToRequests(kBackgroundReadahead, plan.request_bytes, plan.read_slack, /*nearest=*/true));
   plan.max_readahead = std::max(
       plan.min_readahead,
       FitToRequests(plan.max_readahead, plan.request_bytes, plan.read_slack, /*nearest=*/false));
@@ -307,8 +301,11 @@ SortPlan MakePlan(const PolicyInput& input) {
   // 9.3) the larger reads stay, and keep a merge fast should its inputs
   // have left the cache. So do they for an unknown size (a pipe), whose
   // ratio is a guess and which was not measured with the smaller reads.
+  plan.min_background_readahead = plan.min_merge_readahead;
   if (input.size_hint != 0 && ratio > memory_fan_in_of(1)) {
-    plan.min_background_readahead = cached_readahead;
+    plan.min_background_readahead = std::min<size_t>(
+        plan.min_merge_readahead,
+        FitToRequests(kBackgroundReadahead, plan.request_bytes, plan.read_slack, /*nearest=*/true));
   }
   // A second merge at a time from -@ 2 on, when the size is known to need
   // more than one round (T / K above what one merge takes): the merges after
