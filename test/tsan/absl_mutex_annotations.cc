@@ -17,7 +17,7 @@
 // accesses, which also covers the Condition functions absl::Mutex evaluates
 // inside Lock/Unlock/Await, possibly on another thread than the waiter's.
 //
-// Members not wrapped here (CondVar, LockWhen, the timed waits) are not used
+// Members not wrapped here (CondVar, the deadline waits) are not used
 // by rocksort; code that starts using them must add them here, or TSan will
 // report false races on the data they guard.
 
@@ -56,6 +56,8 @@ void* RealMember(const char* tail) {
 using MemberFn = void (*)(absl::Mutex*);
 using BoolMemberFn = bool (*)(absl::Mutex*);
 using AwaitFn = void (*)(absl::Mutex*, const absl::Condition&);
+using AwaitWithTimeoutFn = bool (*)(absl::Mutex*, const absl::Condition&, absl::Duration);
+using LockWhenFn = void (*)(absl::Mutex*, const absl::Condition&);
 
 // A member function's `this` is its first argument in the Itanium C++ ABI,
 // so the real members are called as plain functions taking the Mutex.
@@ -87,6 +89,21 @@ void Mutex::Unlock() {
   __tsan_mutex_post_unlock(this, 0);
 }
 
+// LockWhen and LockWhenWithTimeout (absl::Notification's waits) return
+// holding the mutex, whether the condition or the timeout ended the wait.
+void Mutex::LockWhen(const Condition& cond) {
+  __tsan_mutex_pre_lock(this, 0);
+  ROCKSORT_REAL(LockWhenFn, "8LockWhenERKNS0_9ConditionE")(this, cond);
+  __tsan_mutex_post_lock(this, 0, 0);
+}
+bool Mutex::LockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
+  __tsan_mutex_pre_lock(this, 0);
+  const bool met = ROCKSORT_REAL(AwaitWithTimeoutFn,
+                                 "19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
+      this, cond, timeout);
+  __tsan_mutex_post_lock(this, 0, 0);
+  return met;
+}
 bool Mutex::TryLock() {
   __tsan_mutex_pre_lock(this, __tsan_mutex_try_lock);
   const bool locked = ROCKSORT_REAL(BoolMemberFn, "7TryLockEv")(this);
@@ -115,6 +132,18 @@ void Mutex::Await(const Condition& cond) {
   __tsan_mutex_pre_lock(this, 0);
   ROCKSORT_REAL(AwaitFn, "5AwaitERKNS0_9ConditionE")(this, cond);
   __tsan_mutex_post_lock(this, 0, 0);
+}
+
+// The same, whether it returns for the condition or for the timeout.
+bool Mutex::AwaitWithTimeout(const Condition& cond, absl::Duration timeout) {
+  __tsan_mutex_pre_unlock(this, 0);
+  __tsan_mutex_post_unlock(this, 0);
+  __tsan_mutex_pre_lock(this, 0);
+  const bool met = ROCKSORT_REAL(AwaitWithTimeoutFn,
+                                 "16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
+      this, cond, timeout);
+  __tsan_mutex_post_lock(this, 0, 0);
+  return met;
 }
 
 ABSL_NAMESPACE_END
