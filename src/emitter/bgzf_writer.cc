@@ -82,18 +82,32 @@ size_t CompressMember(absl::string_view in, libdeflate_compressor* compressor, c
   return total;
 }
 
-absl::Status WriteAll(int fd, const std::string& name, const char* p, size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
+// Writes iov[0..count) in order, however much the kernel takes per call.
+absl::Status WriteAllV(int fd, const std::string& name, iovec* iov, int count) {
+  while (count > 0) {
+    const ssize_t w = ::writev(fd, iov, count);
     if (w < 0) {
       if (errno == EINTR) continue;
       return absl::UnavailableError(
           absl::StrFormat("%s: write failed: %s", name, std::strerror(errno)));
     }
-    p += w;
-    n -= static_cast<size_t>(w);
+    size_t left = static_cast<size_t>(w);
+    while (count > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --count;
+    }
+    if (count > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
   }
   return absl::OkStatus();
+}
+
+absl::Status WriteAll(int fd, const std::string& name, const char* p, size_t n) {
+  iovec v{const_cast<char*>(p), n};
+  return WriteAllV(fd, name, &v, 1);
 }
 
 struct Block {
@@ -105,34 +119,6 @@ struct Block {
   std::unique_ptr<char[]> in{new char[kBgzfMaxInput]};
   std::unique_ptr<char[]> out{new char[kBgzfMaxBlock]};
 };
-
-// Writes the members of `blocks` in order, up to 64 per writev call.
-absl::Status WriteBlocks(int fd, const std::string& name, const std::vector<Block*>& blocks) {
-  iovec iov[64];
-  size_t next = 0;   // First block not yet queued in iov.
-  size_t count = 0;  // Entries of iov in use.
-  size_t first = 0;  // First entry of iov with bytes left.
-  for (;;) {
-    while (next < blocks.size() && count < sizeof(iov) / sizeof(iov[0])) {
-      iov[count++] = {blocks[next]->out.get(), blocks[next]->out_len};
-      ++next;
-    }
-    if (first == count) return absl::OkStatus();
-    const ssize_t w = ::writev(fd, iov + first, static_cast<int>(count - first));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return absl::UnavailableError(
-          absl::StrFormat("%s: write failed: %s", name, std::strerror(errno)));
-    }
-    size_t left = static_cast<size_t>(w);
-    while (first < count && left >= iov[first].iov_len) left -= iov[first++].iov_len;
-    if (first < count) {
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-      iov[first].iov_len -= left;
-    }
-    if (first == count) first = count = 0;
-  }
-}
 
 }  // namespace
 
@@ -332,7 +318,11 @@ class BgzfWriter::Impl {
       absl::Status s;
       uint64_t written = 0;
       if (!drain) {
-        s = WriteBlocks(fd_, name_, batch);
+        iovec iov[kHandOffBatch];
+        for (size_t i = 0; i < batch.size(); ++i) {
+          iov[i] = {batch[i]->out.get(), batch[i]->out_len};
+        }
+        s = WriteAllV(fd_, name_, iov, static_cast<int>(batch.size()));
         for (size_t i = 0; s.ok() && i < batch.size(); ++i) {
           const Block& block = *batch[i];
           for (const auto& [end, entry] : block.marks) {
