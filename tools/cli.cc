@@ -1,11 +1,11 @@
 #include "cli.h"
 
 #include <getopt.h>
-#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "htslib/hts.h"
+#include "pipeline/allocator.h"
 #include "pipeline/interrupt.h"
 
 #ifndef ROCKSORT_VERSION
@@ -66,23 +67,6 @@ void RaiseOpenFileLimit() {
     limit.rlim_cur = limit.rlim_max;
     setrlimit(RLIMIT_NOFILE, &limit);
   }
-}
-
-// glibc's malloc serves a block above its mmap threshold with mmap and
-// unmaps it on free; smaller ones come from heaps that keep what is freed.
-// The threshold starts at 128 KiB but rises to the size of any large block
-// that is freed (up to 32 MiB), after which the memtables' blocks and the
-// merges' readahead buffers (0.5-2 MiB) came from the heaps: fragmented,
-// kept, and counted in the RSS after the phase that used them was over
-// (2 GiB benchmark at -@ 2 -m 32M: peak RSS 121 MiB, 92-100 MiB while
-// emitting, where the memory model expects ~65). Setting the threshold
-// turns that adjustment off, so every such buffer is mapped for its use
-// only: the peak came down to 85 MiB (56 MiB while emitting) for ~0.1 s of
-// page faults per 100 MB of records (docs/benchmarks.md, "Memory").
-void KeepLargeBlocksOutOfTheHeap() {
-#ifdef __GLIBC__
-  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-#endif
 }
 
 double CpuSeconds() {
@@ -409,7 +393,9 @@ int RocksortMain(int argc, char** argv) {
   // not as a silent death by SIGPIPE that leaves the temp DB behind.
   signal(SIGPIPE, SIG_IGN);
   RaiseOpenFileLimit();
-  KeepLargeBlocksOutOfTheHeap();  // Before any thread allocates.
+  // Before any thread allocates (pipeline/allocator.h).
+  pipeline::ConfigureAllocator(static_cast<uint64_t>(std::max(1, command->sort.threads)) *
+                               command->sort.memory_per_thread);
   // Every failure is reported as one line that names the file and record
   // (the loader maps htslib's return codes); htslib's own multi-line
   // diagnostics are shown with -v only.

@@ -96,7 +96,10 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.memtable_factory = std::make_shared<RunMemTableFactory>();
   o.allow_concurrent_memtable_write = false;
   o.enable_write_thread_adaptive_yield = false;
-  o.arena_block_size = std::max<uint64_t>(o.write_buffer_size / 8, 64 * kKiB);
+  // At most 1 MiB: below the heap's block limit (pipeline/allocator.h), so
+  // the next memtable reuses the blocks of a flushed one from the heap
+  // instead of mapping and faulting in fresh pages for all of its bytes.
+  o.arena_block_size = std::clamp<uint64_t>(o.write_buffer_size / 8, 64 * kKiB, 1024 * kKiB);
   // max_write_buffer_number caps the memtables of one column family; with
   // lanes (below) a lane whose memtables still flush does not stop the
   // loader from filling the next one, so without a shared cap up to

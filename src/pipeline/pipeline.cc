@@ -28,6 +28,7 @@
 #include "compaction_policy/merge_plan.h"
 #include "emitter/emitter.h"
 #include "loader/loader.h"
+#include "pipeline/allocator.h"
 #include "pipeline/background_merger.h"
 #include "pipeline/rocksdb_log.h"
 #include "pipeline/temp_db.h"
@@ -494,6 +495,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
     return FromRocks(absl::StrCat("flushing to ", temp->dir(), " failed"), s);
   }
   sample_temp();
+  ReleaseFreedMemory();  // The memtables' blocks, kept by the heap while loading.
   report->runs_after_load_per_lane = RunsPerLane(db, lanes);
   // The memtables are gone: the merges down to K runs (one per lane at once)
   // may be wider than the background ones, with the readahead their share
@@ -514,6 +516,8 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   stats->Fill(report);
   report->final_readahead = compaction_policy::FinalReadahead(plan, report->runs_merged());
   report->merge_seconds = Seconds(phase_start);
+
+  ReleaseFreedMemory();  // The merges' buffers.
 
   // Emit.
   enter(Phase::kEmit);
