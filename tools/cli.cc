@@ -5,7 +5,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -394,8 +393,7 @@ int RocksortMain(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   RaiseOpenFileLimit();
   // Before any thread allocates (pipeline/allocator.h).
-  pipeline::ConfigureAllocator(static_cast<uint64_t>(std::max(1, command->sort.threads)) *
-                               command->sort.memory_per_thread);
+  pipeline::ConfigureAllocator(pipeline::MemoryBudget(command->sort));
   // Every failure is reported as one line that names the file and record
   // (the loader maps htslib's return codes); htslib's own multi-line
   // diagnostics are shown with -v only.

@@ -277,6 +277,10 @@ std::string TempDirPrefix(const SortOptions& options) {
   return dir + "/rocksort.";
 }
 
+uint64_t MemoryBudget(const SortOptions& options) {
+  return options.memory_per_thread * static_cast<uint64_t>(std::max(1, options.threads));
+}
+
 absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancelled,
                      CleanupRegistry* registry, SortReport* report) {
   SortReport local_report;
@@ -293,7 +297,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   report->disk_request_bytes = detected.request_bytes;
 
   compaction_policy::PolicyInput policy_input;
-  policy_input.memory_budget = options.memory_per_thread * static_cast<uint64_t>(threads);
+  policy_input.memory_budget = MemoryBudget(options);
   policy_input.threads = threads;
   if (options.size_hint.has_value()) {
     policy_input.size_hint = *options.size_hint;

@@ -117,6 +117,9 @@ struct SortReport {
 absl::Status VerifyIntegrity(const loader::LoadStats& loaded, const emitter::EmitStats& emitted,
                              const std::string& output_name);
 
+// The memory budget B of a sort: threads (at least 1) x memory_per_thread.
+uint64_t MemoryBudget(const SortOptions& options);
+
 // The temporary directory prefix RunSort uses for `options` (see temp_prefix).
 std::string TempDirPrefix(const SortOptions& options);
 
