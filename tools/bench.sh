@@ -131,19 +131,20 @@ timed_run() {
   if ((drop_caches)); then
     echo 3 >/proc/sys/vm/drop_caches
   fi
-  if ! /usr/bin/time -f '%e %U %S %M' -o "$timefile" "$@" >"$log" 2>&1; then
+  if ! /usr/bin/time -f '%e %U %S %M %O' -o "$timefile" "$@" >"$log" 2>&1; then
     echo "$PROG: $tool failed (run $run); its output:" >&2
     tail -n 20 -- "$log" >&2
     exit 1
   fi
   # GNU time prints the format on the last line (earlier lines, if any,
   # are its own notes).
-  local wall user sys rss
-  read -r wall user sys rss < <(tail -n 1 -- "$timefile")
+  local wall user sys rss written
+  read -r wall user sys rss written < <(tail -n 1 -- "$timefile")
   [[ -f $out ]] || die "$tool exited 0 but wrote no $out"
   awk -v t="$tool" -v r="$run" -v w="$wall" -v u="$user" -v s="$sys" \
-    -v m="$rss" -v b="$(stat -c %s -- "$out")" \
-    'BEGIN { printf "%s %d %.2f %.2f %.1f %d\n", t, r, w, u + s, m / 1024, b }' \
+    -v m="$rss" -v wb="$written" -v b="$(stat -c %s -- "$out")" \
+    'BEGIN { printf "%s %d %.2f %.2f %.1f %d %.1f\n", t, r, w, u + s, m / 1024, b,
+             wb * 512 / 1048576 }' \
     >>"$scratch/results"
 }
 
@@ -167,17 +168,20 @@ awk -v runs="$runs" "$(awk_median)"'
     if (r <= 1) printf "  %-10s ratio %.2f (rocksort %.2fx %s)\n", label, r, 1 / r, better
     else        printf "  %-10s ratio %.2f (rocksort %.2fx %s)\n", label, r, r, worse
   }
-  { name[NR] = $1; for (c = 2; c <= 6; c++) val[NR, c] = $c }
+  { name[NR] = $1; for (c = 2; c <= 7; c++) val[NR, c] = $c }
   END {
-    printf "  %-9s %4s %9s %9s %12s %14s\n", "tool", "run", "wall_s", "cpu_s", "peak_rss_MiB", "output_bytes"
+    printf "  %-9s %4s %9s %9s %12s %14s %10s\n", "tool", "run", "wall_s", "cpu_s", "peak_rss_MiB",
+      "output_bytes", "write_MiB"
     for (i = 1; i <= NR; i++)
-      printf "  %-9s %4d %9.2f %9.2f %12.1f %14d\n", name[i], val[i, 2], val[i, 3], val[i, 4], val[i, 5], val[i, 6]
+      printf "  %-9s %4d %9.2f %9.2f %12.1f %14d %10.1f\n", name[i], val[i, 2], val[i, 3], val[i, 4],
+        val[i, 5], val[i, 6], val[i, 7]
     if (runs > 1) {
       print ""
       printf "  medians of %d runs:\n", runs
       for (k = 0; k < 2; k++) {
         t = k ? "rocksort" : "samtools"
-        printf "  %-9s %4s %9.2f %9.2f %12.1f %14d\n", t, "med", median(t, 3), median(t, 4), median(t, 5), median(t, 6)
+        printf "  %-9s %4s %9.2f %9.2f %12.1f %14d %10.1f\n", t, "med", median(t, 3), median(t, 4),
+          median(t, 5), median(t, 6), median(t, 7)
       }
     }
     print ""
@@ -186,6 +190,8 @@ awk -v runs="$runs" "$(awk_median)"'
     ratio("CPU", median("rocksort", 4), median("samtools", 4), "less CPU", "more CPU")
     ratio("peak RSS", median("rocksort", 5), median("samtools", 5), "less memory", "more memory")
     ratio("output", median("rocksort", 6), median("samtools", 6), "smaller", "larger")
+    ratio("written", median("rocksort", 7), median("samtools", 7), "fewer bytes", "more bytes")
+    print "  (write_MiB: bytes written to files, temporary files and the output; GNU time %O x 512 B)"
   }' "$scratch/results"
 
 # --- Verify -----------------------------------------------------------------------

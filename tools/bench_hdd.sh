@@ -412,7 +412,7 @@ measured_run() {
     exec 9>&-  # the lock stays with this script
     printf '%d\n' "$BASHPID" >"$cg_blkio/cgroup.procs" || exit 125
     printf '%d\n' "$BASHPID" >"$cg_memory/cgroup.procs" || exit 125
-    exec /usr/bin/time -f '%e %U %S %M' -o "$timefile" "${cmd[@]}" >"$log" 2>&1
+    exec /usr/bin/time -f '%e %U %S %M %O' -o "$timefile" "${cmd[@]}" >"$log" 2>&1
   ) &
   child=$!
   # Samples the read counters and the CPU time about once a second: the
@@ -451,7 +451,7 @@ measured_run() {
   child=""
   restore_readahead
 
-  local wall user sys rss cg_max read_bytes read_reqs failcnt oom_kills
+  local wall user sys rss written cg_max read_bytes read_reqs failcnt oom_kills
   cg_max=$(<"$cg_memory/memory.max_usage_in_bytes")
   failcnt=$(<"$cg_memory/memory.failcnt")
   oom_kills=$(awk '$1 == "oom_kill" { print $2 }' "$cg_memory/memory.oom_control")
@@ -470,7 +470,7 @@ measured_run() {
   fi
   # GNU time prints the format on the last line (earlier lines, if any,
   # are its own notes).
-  read -r wall user sys rss < <(tail -n 1 -- "$timefile")
+  read -r wall user sys rss written < <(tail -n 1 -- "$timefile")
   [[ -f $out ]] || die "$name exited 0 but wrote no $out"
   printf '  run %d: %-18s %7.2f s wall, %d reads / %.1f MiB read (peak %d reads/s),' \
     "$run" "$name" "$wall" "$read_reqs" "$(awk -v b="$read_bytes" 'BEGIN { print b / 1048576 }')" \
@@ -478,9 +478,9 @@ measured_run() {
   printf ' memory limit hit %d times\n' "$failcnt"
   awk -v t="$name" -v r="$run" -v w="$wall" -v u="$user" -v s="$sys" -v m="$rss" \
     -v c="$cg_max" -v rb="$read_bytes" -v rq="$read_reqs" -v p="$peak_rps" \
-    -v b="$(stat -c %s -- "$out")" \
-    'BEGIN { printf "%s %d %.2f %.2f %.1f %.1f %.1f %d %d %d\n", t, r, w, u + s, m / 1024,
-             c / 1048576, rb / 1048576, rq, p, b }' >>"$scratch/results"
+    -v wb="$written" -v b="$(stat -c %s -- "$out")" \
+    'BEGIN { printf "%s %d %.2f %.2f %.1f %.1f %.1f %d %d %.1f %d\n", t, r, w, u + s, m / 1024,
+             c / 1048576, rb / 1048576, rq, p, wb * 512 / 1048576, b }' >>"$scratch/results"
 }
 
 echo
@@ -501,17 +501,18 @@ else
 fi
 echo "== Results ($mode; memory limit $((mem_limit_bytes / MIB)) MiB)"
 awk -v runs="$runs" -v throttle="$throttle" -v order="${names[*]}" "$(awk_median)"'
-  function row(t, r, w, c, m, g, rb, rq, p, b) {
-    printf "  %-18s %4s %8.2f %7.2f %7.1f %7.1f %8.1f %9d %6.1f %6d %12d\n", t, r, w, c, m, g, rb, rq,
-      (w > 0 ? rq / w : 0), p, b
+  function row(t, r, w, c, m, g, rb, rq, p, wb, b) {
+    printf "  %-18s %4s %8.2f %7.2f %7.1f %7.1f %8.1f %9d %6.1f %6d %9.1f %12d\n", t, r, w, c, m, g,
+      rb, rq, (w > 0 ? rq / w : 0), p, wb, b
   }
-  { name[NR] = $1; for (c = 2; c <= 10; c++) val[NR, c] = $c }
+  { name[NR] = $1; for (c = 2; c <= 11; c++) val[NR, c] = $c }
   END {
-    printf "  %-18s %4s %8s %7s %7s %7s %8s %9s %6s %6s %12s\n", "command", "run", "wall_s", "cpu_s",
-      "rss_MiB", "cg_MiB", "read_MiB", "read_reqs", "avg/s", "peak/s", "output_bytes"
+    printf "  %-18s %4s %8s %7s %7s %7s %8s %9s %6s %6s %9s %12s\n", "command", "run", "wall_s",
+      "cpu_s", "rss_MiB", "cg_MiB", "read_MiB", "read_reqs", "avg/s", "peak/s", "write_MiB",
+      "output_bytes"
     for (i = 1; i <= NR; i++)
       row(name[i], val[i, 2], val[i, 3], val[i, 4], val[i, 5], val[i, 6], val[i, 7], val[i, 8],
-        val[i, 9], val[i, 10])
+        val[i, 9], val[i, 10], val[i, 11])
     k = split(order, tool, " ")
     if (runs > 1) {
       print ""
@@ -519,13 +520,14 @@ awk -v runs="$runs" -v throttle="$throttle" -v order="${names[*]}" "$(awk_median
       for (i = 1; i <= k; i++)
         row(tool[i], "med", median(tool[i], 3), median(tool[i], 4), median(tool[i], 5),
           median(tool[i], 6), median(tool[i], 7), median(tool[i], 8), median(tool[i], 9),
-          median(tool[i], 10))
+          median(tool[i], 10), median(tool[i], 11))
     }
     print ""
     print "  cpu_s = user + sys; rss_MiB = peak RSS (GNU time %M); cg_MiB = memory.max_usage_in_bytes"
     print "  (includes page cache); read_MiB, read_reqs = Read lines of blkio.throttle.io_service_bytes"
     print "  and io_serviced for the device; avg/s = read_reqs / wall_s; peak/s = highest read"
-    print "  requests per second over ~1 s samples."
+    print "  requests per second over ~1 s samples; write_MiB = bytes the command wrote to files,"
+    print "  temporary files and the output (GNU time %O x 512 B), which the emulation does not throttle."
     if (!throttle) {
       zero = 0
       for (i = 1; i <= NR; i++) if (val[i, 8] == 0) zero = 1
