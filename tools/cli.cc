@@ -152,8 +152,9 @@ std::string Usage() {
       "  --disk KIND   auto, ssd or hdd: the disk under the temporary database;\n"
       "                hdd reads each run in larger chunks; auto asks sysfs whether\n"
       "                the device rotates [auto]\n"
-      "  --run-compression lz4|snappy  compression of the temporary sorted runs\n"
-      "                [lz4]\n"
+      "  --run-compression lz4|snappy|zstd  compression of the temporary sorted\n"
+      "                runs; zstd: about a third less scratch space and disk\n"
+      "                traffic than lz4, for more CPU [lz4]\n"
       "\n"
       "General:\n"
       "  -v            print the plan and statistics on stderr\n"
@@ -263,9 +264,11 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
           o.run_compression = compaction_policy::RunCompression::kLz4;
         } else if (std::string(optarg) == "snappy") {
           o.run_compression = compaction_policy::RunCompression::kSnappy;
+        } else if (std::string(optarg) == "zstd") {
+          o.run_compression = compaction_policy::RunCompression::kZstd;
         } else {
           return absl::InvalidArgumentError(absl::StrFormat(
-              "invalid --run-compression \"%s\": expected lz4 or snappy", optarg));
+              "invalid --run-compression \"%s\": expected lz4, snappy or zstd", optarg));
         }
         break;
       case 'v':

@@ -220,17 +220,20 @@ class ReleaseStallOnError : public rocksdb::EventListener {
   const std::shared_ptr<rocksdb::WriteBufferManager> manager_;
 };
 
-// Scratch space a sort needs, measured (docs/tuning.md): the runs (LZ4 or
-// Snappy) hold about half the uncompressed size; a merge briefly holds its
-// inputs and its output, so with merging the peak is up to ~1.5x the runs.
-// Warns on stderr when the filesystem under `dir` has less free space than
-// that.
-void WarnIfShortOfSpace(const std::string& dir, uint64_t size_hint) {
+// Scratch space a sort needs, measured (docs/tuning.md): the runs hold about
+// half the uncompressed size (LZ4 or Snappy) or a third (zstd); a merge
+// briefly holds its inputs and its output, so with merging the peak is up to
+// ~1.5x the runs. Warns on stderr when the filesystem under `dir` has less
+// free space than that.
+void WarnIfShortOfSpace(const std::string& dir, uint64_t size_hint,
+                        compaction_policy::RunCompression compression) {
   if (size_hint == 0) return;
   struct statvfs fs;
   if (::statvfs(dir.c_str(), &fs) != 0) return;
   const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-  const uint64_t expected_peak = size_hint / 2 + size_hint / 4;
+  const uint64_t expected_peak = compression == compaction_policy::RunCompression::kZstd
+                                     ? size_hint / 2
+                                     : size_hint / 2 + size_hint / 4;
   if (free_bytes < expected_peak) {
     std::fprintf(stderr,
                  "rocksort: warning: %s has %llu MiB free; sorting about %llu MiB of data "
@@ -395,7 +398,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   if (options.verbosity > 0) {
     std::fprintf(stderr, "rocksort: temporary database in %s\n", temp->dir().c_str());
   }
-  WarnIfShortOfSpace(temp->dir(), report->size_hint);
+  WarnIfShortOfSpace(temp->dir(), report->size_hint, options.run_compression);
   rocksdb::DB* db = temp->db();
   const std::vector<rocksdb::ColumnFamilyHandle*>& lanes = temp->lanes();
 

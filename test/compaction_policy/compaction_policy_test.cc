@@ -97,11 +97,18 @@ TEST(CompactionPolicy, FewExpectedRunsNeedNoCompaction) {
   EXPECT_TRUE(plan.options.disable_auto_compactions);
 }
 
-TEST(CompactionPolicy, RunsAreLz4UnlessSnappyIsAsked) {
+TEST(CompactionPolicy, RunsAreLz4UnlessAnotherCompressionIsAsked) {
   PolicyInput in = Input(64 * kMiB, 2, 16384 * kMiB);
   EXPECT_EQ(MakePlan(in).options.compression, rocksdb::kLZ4Compression);
+  EXPECT_NE(DescribePlan(MakePlan(in)).find(" lz4 runs"), std::string::npos);
   in.run_compression = RunCompression::kSnappy;
   EXPECT_EQ(MakePlan(in).options.compression, rocksdb::kSnappyCompression);
+  EXPECT_NE(DescribePlan(MakePlan(in)).find(" snappy runs"), std::string::npos);
+  in.run_compression = RunCompression::kZstd;
+  const SortPlan zstd = MakePlan(in);
+  EXPECT_EQ(zstd.options.compression, rocksdb::kZSTD);
+  EXPECT_EQ(zstd.options.compression_opts.level, 1);  // Not zstd's default 3.
+  EXPECT_NE(DescribePlan(zstd).find(" zstd runs"), std::string::npos);
 }
 
 TEST(CompactionPolicy, WritesNeverStall) {

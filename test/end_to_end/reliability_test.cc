@@ -958,6 +958,27 @@ TEST_F(ReliabilityTest, FullTempFilesystemFailsCleanly) {
   }
 }
 
+// The free-space warning before loading: -s 48M needs up to 36 MiB of
+// scratch with LZ4 runs (3/4 of the size) and 24 MiB with zstd runs (1/2);
+// the filesystem has 32 MiB, less what the open DB has taken (RocksDB
+// preallocates its log in proportion to the memtables, hence -m 4M), and the
+// data itself (about 1 MB) fits either way.
+TEST_F(ReliabilityTest, ShortScratchSpaceWarningCountsTheRunCompression) {
+  const std::string tmp = MountTmpfs("warn_tmp", "32m", /*read_only=*/false);
+  if (tmp.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << mount_error_;
+  const std::string in = Generate("in.bam", "-n 2000 --seed 63");
+  for (const auto& [compression, warns] : {std::pair<std::string, bool>{"lz4", true},
+                                           std::pair<std::string, bool>{"zstd", false}}) {
+    SCOPED_TRACE(compression);
+    const CommandResult r = RunCommand(Rocksort(absl::StrCat(
+        "-m 4M -s 48M --run-compression ", compression, " -T ", tmp, " -o ", dir_.File("out.bam"),
+        " ", in)));
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_EQ(absl::StrContains(r.stderr_text, "may need up to"), warns) << r.stderr_text;
+    EXPECT_TRUE(fs::is_empty(tmp)) << "the tmpfs is not empty";
+  }
+}
+
 // Room for the flushed runs (13.5 MB measured for this input) but not for
 // merging them: with -m 4M, a size hint far below the data (so no merging
 // while loading) and the hdd profile the final merge reads at most 15 of the

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -120,10 +121,12 @@ TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
   o.threads = 2;
   o.disk = compaction_policy::DiskKind::kSsd;
   o.size_hint = 64 << 20;
-  // Both run compressions: merges while loading and after it, then the
+  // Every run compression: merges while loading and after it, then the
   // final merge, all read and write them.
+  std::map<compaction_policy::RunCompression, uint64_t> flushed;
   for (compaction_policy::RunCompression c :
-       {compaction_policy::RunCompression::kLz4, compaction_policy::RunCompression::kSnappy}) {
+       {compaction_policy::RunCompression::kLz4, compaction_policy::RunCompression::kSnappy,
+        compaction_policy::RunCompression::kZstd}) {
     o.run_compression = c;
     SortReport report;
     const absl::Status s = RunSort(o, nullptr, nullptr, &report);
@@ -131,7 +134,11 @@ TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
     EXPECT_EQ(report.compaction_mode, "planned");
     EXPECT_GT(report.compactions, 0);
     EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
+    flushed[c] = report.flush_bytes;
   }
+  // The compression asked for is the one used: zstd's runs are smaller.
+  EXPECT_LT(flushed[compaction_policy::RunCompression::kZstd],
+            flushed[compaction_policy::RunCompression::kLz4] * 9 / 10);
 }
 
 TEST_F(PipelineTest, CorruptInputLeavesNoOutputAndNoTempData) {

@@ -89,6 +89,9 @@ TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
   c = Parse({"--run-compression", "snappy", "in.bam"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->sort.run_compression, compaction_policy::RunCompression::kSnappy);
+  c = Parse({"--run-compression", "zstd", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.run_compression, compaction_policy::RunCompression::kZstd);
   c = Parse({"--run-compression", "lz4", "in.bam"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->sort.run_compression, compaction_policy::RunCompression::kLz4);
@@ -143,7 +146,7 @@ TEST(ParseCommandLine, RejectsNonsenseValues) {
                                              {"-l", "11", "in.bam"},
                                              {"-s", "lots", "in.bam"},
                                              {"--disk", "tape", "in.bam"},
-                                             {"--run-compression", "zstd", "in.bam"},
+                                             {"--run-compression", "zlib", "in.bam"},
                                              {"-T", "", "in.bam"},
                                              {"--bogus", "in.bam"},
                                              {"-o", "o.bam", "in.bam", "extra.bam"},
