@@ -52,8 +52,8 @@ bool IsDirectory(const std::string& path) {
 }
 
 // The output header: the input's, with @HD SO:coordinate (an @HD line is
-// added when missing), no SS (a sub-sort no longer holds after re-sorting,
-// as samtools drops it), and an @PG line unless disabled.
+// added when missing), no GO or SS (a grouping or sub-sort no longer holds
+// after re-sorting; samtools drops both), and an @PG line unless disabled.
 absl::StatusOr<HeaderPtr> MakeOutputHeader(const sam_hdr_t& in, const SortOptions& options) {
   HeaderPtr h(sam_hdr_dup(&in));
   if (h == nullptr) return absl::ResourceExhaustedError("can't copy the header");
@@ -62,6 +62,7 @@ absl::StatusOr<HeaderPtr> MakeOutputHeader(const sam_hdr_t& in, const SortOption
                        nullptr) != 0) {
     return absl::InvalidArgumentError("can't set @HD SO:coordinate in the header");
   }
+  sam_hdr_remove_tag_hd(h.get(), "GO");
   sam_hdr_remove_tag_hd(h.get(), "SS");
   if (options.add_pg &&
       sam_hdr_add_pg(h.get(), "rocksort", "VN", options.version.c_str(), "CL",

@@ -231,6 +231,23 @@ TEST_F(EndToEndTest, HeaderWithoutHdGetsSortOrder) {
   EXPECT_NE(out->header_without_pg.find("SO:coordinate"), std::string::npos);
 }
 
+// samtools sort drops @HD GO (grouping) and SS (sub-sort order), which no
+// longer hold after a coordinate sort, and leaves the other @HD tags where
+// they are. rocksort kept GO before the seventeenth session.
+TEST_F(EndToEndTest, HdGroupingAndSubSortAreDroppedLikeSamtools) {
+  for (const std::string hd : {"@HD\tVN:1.6\tSO:queryname\tGO:query\tSS:queryname:natural",
+                               "@HD\tVN:1.6\tGO:reference",
+                               "@HD\tVN:1.6\tXX:y\tSO:unsorted\tGO:none\tZZ:q"}) {
+    SCOPED_TRACE(hd);
+    const std::string in = dir_.File("hd.sam");
+    testing::WriteFileOrDie(in, absl::StrCat(hd,
+                                             "\n@SQ\tSN:chr1\tLN:1000\n"
+                                             "b\t0\tchr1\t20\t60\t2M\t*\t0\t0\tAC\tII\n"
+                                             "a\t0\tchr1\t10\t60\t2M\t*\t0\t0\tAC\tII\n"));
+    ExpectSameAsSamtools(in, absl::StrCat(in, " ", dir_.File("out.bam")));
+  }
+}
+
 TEST_F(EndToEndTest, PgLineRecordsTheCommandUnlessDisabled) {
   const std::string in = Generate("in.bam", "-n 100 --seed 8");
   const std::string out = dir_.File("out.bam");
