@@ -50,7 +50,8 @@ const char* RunCompressionName(rocksdb::CompressionType type) {
 // What the emitter consumes per thread: BGZF compression at samtools' level
 // turns about this many bytes of sorted runs (Snappy, ~0.49 of the records;
 // LZ4 ~0.51) per second per core into output on the benchmark machine (3.44
-// GB of final runs in 65 s at -@ 2, docs/benchmarks.md).
+// GB of final runs in 65 s at -@ 2, docs/benchmarks.md). zstd runs (~0.35)
+// are consumed more slowly, so for them the readahead this implies is ample.
 constexpr double kEmitRunBytesPerThread = 26e6;
 // The final merge's reads must deliver this much more than the emitter
 // consumes: room for faster cores and for the merge's own pauses.
@@ -411,6 +412,10 @@ size_t FinalReadahead(const SortPlan& plan, int runs) {
   const uint64_t blocks = table != nullptr ? 2 * table->block_size : 0;
   return ReadaheadPerInput(plan, plan.merge_budget, runs, blocks, plan.min_readahead,
                            plan.max_readahead);
+}
+
+uint64_t ExpectedScratchPeak(uint64_t size_hint, RunCompression compression) {
+  return compression == RunCompression::kZstd ? size_hint / 2 : size_hint / 2 + size_hint / 4;
 }
 
 std::string DescribePlan(const SortPlan& plan) {

@@ -191,6 +191,12 @@ uint64_t WholeRequests(uint64_t bytes, uint64_t request_bytes, bool nearest);
 // reads in small requests). 0 = unknown, for either.
 uint64_t InputReadaheadChunk(uint64_t request_bytes, uint64_t max_read_bytes);
 
+// Scratch space a sort of `size_hint` uncompressed bytes may need at its
+// peak, measured (docs/tuning.md): the runs hold about half the size (LZ4 or
+// Snappy) or a third (zstd), and a merge briefly holds its inputs and its
+// output, so with merging the peak is up to ~1.5x the runs.
+uint64_t ExpectedScratchPeak(uint64_t size_hint, RunCompression compression);
+
 // Human-readable summary of the plan's main numbers, for -v.
 std::string DescribePlan(const SortPlan& plan);
 

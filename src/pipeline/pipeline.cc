@@ -221,20 +221,15 @@ class ReleaseStallOnError : public rocksdb::EventListener {
   const std::shared_ptr<rocksdb::WriteBufferManager> manager_;
 };
 
-// Scratch space a sort needs, measured (docs/tuning.md): the runs hold about
-// half the uncompressed size (LZ4 or Snappy) or a third (zstd); a merge
-// briefly holds its inputs and its output, so with merging the peak is up to
-// ~1.5x the runs. Warns on stderr when the filesystem under `dir` has less
-// free space than that.
+// Warns on stderr when the filesystem under `dir` has less free space than
+// a sort of `size_hint` bytes may need (compaction_policy::ExpectedScratchPeak).
 void WarnIfShortOfSpace(const std::string& dir, uint64_t size_hint,
                         compaction_policy::RunCompression compression) {
   if (size_hint == 0) return;
   struct statvfs fs;
   if (::statvfs(dir.c_str(), &fs) != 0) return;
   const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-  const uint64_t expected_peak = compression == compaction_policy::RunCompression::kZstd
-                                     ? size_hint / 2
-                                     : size_hint / 2 + size_hint / 4;
+  const uint64_t expected_peak = compaction_policy::ExpectedScratchPeak(size_hint, compression);
   if (free_bytes < expected_peak) {
     std::fprintf(stderr,
                  "rocksort: warning: %s has %llu MiB free; sorting about %llu MiB of data "
