@@ -104,13 +104,21 @@ absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int 
   // Set before the first record and read on the writer thread after it.
   std::unique_ptr<hts_idx_t, IndexDeleter> index;
   const bool indexing = !options.index_path.empty();
+  // By the final name: index_path may be a partial file's.
+  const bool bai = indexing && absl::EndsWith(options.index_name, ".bai");
   if (indexing) {
-    writer_options.on_record = [&index, &options](const IndexEntry& e, uint64_t end_offset) {
+    writer_options.on_record = [&index, &options, &header, bai](const IndexEntry& e,
+                                                           uint64_t end_offset) {
       if (hts_idx_push(index.get(), e.tid, e.beg, e.end, end_offset, e.mapped ? 1 : 0) < 0) {
+        // The only failure of a push in coordinate order: a span beyond
+        // what the format holds (BAI: 2^29 - 1).
+        const char* ref =
+            e.tid >= 0 ? sam_hdr_tid2name(const_cast<sam_hdr_t*>(&header), e.tid) : nullptr;
         return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: can't index the record at %d:%d (a position beyond what the index "
-            "format holds; BAI ends at 2^29)",
-            options.index_name, e.tid, e.beg + 1));
+            "%s: can't index the record at %s:%d-%d: %s", options.index_name,
+            ref != nullptr ? ref : "*", e.beg + 1, e.end,
+            bai ? "BAI cannot hold positions beyond 2^29 - 1; write a CSI index instead"
+                : "a position beyond what the index holds"));
       }
       return absl::OkStatus();
     };
@@ -119,8 +127,6 @@ absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int 
                    BgzfWriter::Create(fd, out_name, writer_options));
   RETURN_IF_ERROR(writer->Write(header_bytes));
   RETURN_IF_ERROR(writer->FlushBlock());  // Records start a fresh block, as in htslib.
-  // By the final name: index_path may be a partial file's.
-  const bool bai = indexing && absl::EndsWith(options.index_name, ".bai");
   if (indexing) {
     // As htslib's sam_idx_init: BAI is min_shift 14 with 5 levels; CSI gets
     // the levels the longest reference needs.

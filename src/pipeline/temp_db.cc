@@ -123,8 +123,11 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
   buf.push_back('\0');
   const int fd = mkstemp(buf.data());
   if (fd < 0) {
+    // Named as the user wrote it: the partial file is an implementation
+    // detail, and what fails (a missing directory, permissions, a full
+    // disk) fails for OUT as well.
     return absl::PermissionDeniedError(
-        absl::StrFormat("can't create \"%s\": %s", templ, ErrnoText()));
+        absl::StrFormat("can't create \"%s\": %s", path, ErrnoText()));
   }
   if (registry != nullptr) registry->Register(buf.data());
   // mkstemp creates 0600; give the file what open(O_CREAT, 0666) would.

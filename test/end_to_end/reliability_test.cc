@@ -872,7 +872,9 @@ TEST_F(ReliabilityTest, InputUnderMissingDirectoryIsRejected) {
 TEST_F(ReliabilityTest, OutputUnderMissingDirectoryFailsBeforeSorting) {
   const std::string in = Generate("in.bam", "-n 500 --seed 51");
   const std::string out = dir_.File("missing/out.bam");
-  ExpectCleanFailure(RunCommand(Rocksort("-o " + out + " " + in)), 1, {out});
+  // Quoted: the message names OUT, not the partial file written before the
+  // rename (OUT.partial.XXXXXX).
+  ExpectCleanFailure(RunCommand(Rocksort("-o " + out + " " + in)), 1, {"\"" + out + "\""});
 }
 
 TEST_F(ReliabilityTest, OutputOnReadOnlyFilesystemFails) {
@@ -880,7 +882,7 @@ TEST_F(ReliabilityTest, OutputOnReadOnlyFilesystemFails) {
   if (ro.empty()) GTEST_SKIP() << "needs root to mount a read-only tmpfs: " << mount_error_;
   const std::string in = Generate("in.bam", "-n 500 --seed 52");
   const std::string out = ro + "/out.bam";
-  ExpectCleanFailure(RunCommand(Rocksort("-o " + out + " " + in)), 1, {out});
+  ExpectCleanFailure(RunCommand(Rocksort("-o " + out + " " + in)), 1, {"\"" + out + "\""});
 }
 
 TEST_F(ReliabilityTest, TempPrefixOnReadOnlyFilesystemFailsAndRemovesThePartialOutput) {
@@ -917,6 +919,27 @@ TEST_F(ReliabilityTest, FailedRunWithWriteIndexLeavesNoIndex) {
                               "r2\t0\tc\tnot-a-number\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
   ExpectCleanFailure(
       RunCommand(Rocksort("--write-index -o " + dir_.File("out.bam") + " " + in)), 1, {in});
+}
+
+// BAI holds positions below 2^29 (samtools sort fails the same way): the
+// run fails naming the index, the reference by name and the position, and
+// leaves neither output; the default CSI indexes the same input.
+TEST_F(ReliabilityTest, PositionBeyondBaiFailsNamingTheReferenceAndPosition) {
+  const std::string in = dir_.File("long_chrom.sam");
+  testing::WriteFileOrDie(in,
+                          "@SQ\tSN:chr1\tLN:1000\n@SQ\tSN:bigchrom\tLN:600000000\n"
+                          "r1\t0\tchr1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n"
+                          "r2\t0\tbigchrom\t550000000\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
+  const std::string out = dir_.File("out.bam");
+  const std::string bai = dir_.File("out.bai");
+  ExpectCleanFailure(RunCommand(Rocksort("--write-index -o " + out + "##idx##" + bai + " " + in)),
+                     1, {bai, "bigchrom:550000000-550000003", "CSI"});
+  EXPECT_NE(::access(bai.c_str(), F_OK), 0) << "index left behind";
+
+  const CommandResult csi = RunCommand(Rocksort("--write-index -o " + out + " " + in));
+  EXPECT_EQ(csi.exit_code, 0) << csi.stderr_text;
+  EXPECT_EQ(RunCommand("samtools view -c " + out + " bigchrom:549999990-550000010").stdout_text,
+            "1\n");
 }
 
 // Misuse prints the error line, then the usage (as samtools does).
