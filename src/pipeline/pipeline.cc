@@ -20,6 +20,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -258,18 +259,20 @@ absl::Status VerifyIntegrity(const loader::LoadStats& loaded, const emitter::Emi
 }
 
 std::string TempDirPrefix(const SortOptions& options) {
+  // What TempDb::Create appends to a prefix beside a file.
+  constexpr absl::string_view kTempSuffix = ".rocksort.XXXXXX";
   if (!options.temp_prefix.empty()) {
     if (IsDirectory(options.temp_prefix)) {
       std::string dir = options.temp_prefix;
       while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
       return dir == "/" ? "/rocksort." : dir + "/rocksort.";
     }
-    return options.temp_prefix + ".rocksort.";
+    return FitFileName(options.temp_prefix, kTempSuffix.size()) + ".rocksort.";
   }
   // Beside the output, unless it is stdout or a device/FIFO written in place
   // (/dev/null): its directory is no place for temporary data.
   if (!OutputFile::WritesInPlace(options.output)) {
-    return OutputFile::TargetPath(options.output) + ".rocksort.";
+    return FitFileName(OutputFile::TargetPath(options.output), kTempSuffix.size()) + ".rocksort.";
   }
   const char* tmpdir = std::getenv("TMPDIR");
   const std::string dir = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : ".";

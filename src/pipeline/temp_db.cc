@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "pipeline/interrupt.h"
 #include "pipeline/rocksdb_log.h"
@@ -22,6 +23,20 @@ namespace {
 std::string ErrnoText() { return std::strerror(errno); }
 
 }  // namespace
+
+std::string FitFileName(const std::string& path, size_t suffix_length) {
+  const size_t slash = path.rfind('/');
+  const size_t base = slash == std::string::npos ? 0 : slash + 1;
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const long limit = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  const size_t name_max = limit > 0 ? static_cast<size_t>(limit) : 255;
+  const size_t length = path.size() - base;
+  if (length + suffix_length <= name_max || suffix_length >= name_max) return path;
+  size_t keep = name_max - suffix_length;
+  // Not inside a UTF-8 sequence: back off over continuation bytes.
+  while (keep > 0 && (static_cast<unsigned char>(path[base + keep]) & 0xC0) == 0x80) --keep;
+  return path.substr(0, base + keep);
+}
 
 absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix,
                                                        const rocksdb::Options& options,
@@ -118,7 +133,8 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
     return std::unique_ptr<OutputFile>(new OutputFile(path, path, "", fd, true, registry));
   }
   const std::string target = TargetPath(path);
-  std::string templ = target + ".partial.XXXXXX";
+  constexpr absl::string_view kPartialSuffix = ".partial.XXXXXX";
+  std::string templ = absl::StrCat(FitFileName(target, kPartialSuffix.size()), kPartialSuffix);
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
   const int fd = mkstemp(buf.data());

@@ -29,6 +29,13 @@
 
 namespace rocksort::pipeline {
 
+// `path`, with its last component shortened (at a UTF-8 character boundary)
+// just enough that `suffix_length` more bytes still make a name the
+// directory's file system accepts (pathconf _PC_NAME_MAX, else 255). The
+// temporary names made beside a path (OUT.partial.XXXXXX,
+// OUT.rocksort.XXXXXX) would otherwise fail where OUT itself is fine.
+std::string FitFileName(const std::string& path, size_t suffix_length);
+
 class TempDb {
  public:
   // Creates the directory `<prefix>XXXXXX` (mkdtemp) and opens a new DB in it

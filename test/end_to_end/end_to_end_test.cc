@@ -460,6 +460,26 @@ TEST_F(EndToEndTest, WriteIndexIsTheIndexSamtoolsMakes) {
   }
 }
 
+// Names up to the file system's limit work, as with samtools: the temporary
+// names made beside OUT (OUT.rocksort.XXXXXX, OUT.partial.XXXXXX,
+// OUT.csi.partial.XXXXXX) are shortened to fit instead of failing.
+TEST_F(EndToEndTest, OutputNamedUpToTheFileSystemLimitIsWritten) {
+  const std::string in = Generate("in.bam", "-n 2000 --seed 20");
+  const std::string expected = SamtoolsSort(in);
+  // 251 bytes, and 255 with the index's ".csi".
+  const std::string out = dir_.File(std::string(247, 'a') + ".bam");
+  const CommandResult r = RunCommand(
+      absl::StrCat(testing::RocksortBinary(), " -m 1M --write-index -o ", out, " ", in));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
+  EXPECT_EQ(RunCommand("samtools view -c " + out + " chr1").exit_code, 0);
+  for (const std::string& name : dir_.List()) {
+    EXPECT_EQ(name.find("rocksort."), std::string::npos) << "left behind: " << name;
+    EXPECT_EQ(name.find(".partial."), std::string::npos) << "left behind: " << name;
+  }
+  EXPECT_EQ(::access((out + ".csi").c_str(), F_OK), 0);
+}
+
 TEST_F(EndToEndTest, WriteIndexToStdoutIsRefused) {
   const std::string in = Generate("in.bam", "-n 100 --seed 19");
   const CommandResult r =

@@ -277,6 +277,22 @@ TEST(TempDbTest, MissingParentDirectoryIsAnErrorNamingIt) {
   EXPECT_NE(db.status().message().find("/nonexistent-dir-for-rocksort/x."), std::string::npos);
 }
 
+TEST(FitFileNameTest, ShortensOnlyTheLastComponentAndOnlyWhenNeeded) {
+  ScratchDir dir;
+  const std::string short_path = dir.File("out.bam");
+  EXPECT_EQ(FitFileName(short_path, 16), short_path);
+  const std::string long_name(250, 'a');
+  // 250 + 15 > 255: the name keeps 240 bytes, the directory all of its own.
+  EXPECT_EQ(FitFileName(dir.File(long_name), 15), dir.File(std::string(240, 'a')));
+  EXPECT_EQ(FitFileName(long_name, 15), std::string(240, 'a'));
+  EXPECT_EQ(FitFileName(long_name, 5), long_name);
+  // Not in the middle of a UTF-8 character: "a" then 125 two-byte
+  // characters; byte 240 continues the one at 239.
+  std::string utf8 = "a";
+  for (int i = 0; i < 125; ++i) utf8 += "\xc3\xa9";
+  EXPECT_EQ(FitFileName(dir.File(utf8), 15), dir.File(utf8.substr(0, 239)));
+}
+
 TEST(OutputFileTest, UncommittedOutputIsRemoved) {
   ScratchDir dir;
   {
