@@ -128,7 +128,8 @@ std::string Usage() {
       "\n"
       "Input/output:\n"
       "  -o FILE       write the sorted BAM to FILE [stdout]\n"
-      "  -O bam        output format; accepted for samtools compatibility: BAM only\n"
+      "  -O bam        output format; accepted for samtools compatibility: BAM only;\n"
+      "                needed to write BAM to a name ending .sam, .sam.gz or .cram\n"
       "  --reference FILE  reference FASTA for CRAM input (and for SAM without @SQ)\n"
       "  -l INT        output compression level 0..9 [%s]\n"
       "  -u            uncompressed BAM output (same as -l 0)\n"
@@ -185,6 +186,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   std::vector<std::string> args(argv, argv + argc);
   o.command_line = absl::StrJoin(args, " ");
   bool output_given = false;
+  bool format_given = false;  // -O bam
   bool uncompressed = false;
 
   optind = 0;  // Full reset of getopt, so tests can parse repeatedly.
@@ -204,6 +206,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
           return absl::InvalidArgumentError(
               absl::StrFormat("-O %s: rocksort writes BAM only", optarg));
         }
+        format_given = true;
         break;
       case kWriteIndex:
         o.write_index = true;
@@ -330,6 +333,18 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       return absl::InvalidArgumentError(absl::StrFormat(
           "invalid output \"%s%s%s\": expected OUT%sINDEX", o.output, HTS_IDX_DELIM,
           o.index_output, HTS_IDX_DELIM));
+    }
+  }
+  // samtools picks SAM or CRAM by the output's extension unless -O says
+  // otherwise; BAM under such a name would be a silent surprise.
+  if (!format_given) {
+    for (const char* ext : {".sam", ".sam.gz", ".cram"}) {
+      if (absl::EndsWithIgnoreCase(o.output, ext)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "output \"%s\": samtools would write %s for this name, and rocksort writes BAM "
+            "only; name it .bam, or add -O bam to write BAM under this name",
+            o.output, absl::EndsWithIgnoreCase(o.output, ".cram") ? "CRAM" : "SAM"));
+      }
     }
   }
   if (o.write_index && o.output == "-") {

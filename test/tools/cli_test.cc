@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "test_util.h"
 
@@ -107,6 +108,25 @@ TEST(ParseCommandLine, SamtoolsLongSpellings) {
     c = Parse({"-O", format, "in.bam"});
     EXPECT_FALSE(c.ok()) << format;
   }
+}
+
+// samtools writes SAM or CRAM for these names unless -O says otherwise.
+TEST(ParseCommandLine, OutputNamedForAnotherFormatNeedsDashOBam) {
+  for (const char* out : {"out.sam", "out.SAM", "out.sam.gz", "out.cram", "o.bam##idx##x.cram.csi"}) {
+    SCOPED_TRACE(out);
+    const absl::StatusOr<Command> refused = Parse({"-o", out, "in.bam"});
+    if (absl::StrContains(out, "##idx##")) {
+      EXPECT_TRUE(refused.ok()) << refused.status();  // The output is o.bam.
+      continue;
+    }
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(absl::StrContains(refused.status().message(), out)) << refused.status();
+    EXPECT_TRUE(absl::StrContains(refused.status().message(), "-O bam")) << refused.status();
+    EXPECT_TRUE(Parse({"-O", "bam", "-o", out, "in.bam"}).ok());
+    EXPECT_FALSE(Parse({"in.bam", out}).ok());  // The positional output too.
+  }
+  EXPECT_TRUE(Parse({"-o", "out.bam", "in.sam"}).ok());
+  EXPECT_TRUE(Parse({"-o", "out.sambam", "in.bam"}).ok());
 }
 
 TEST(ParseCommandLine, WriteIndexAndSamtoolsIndexNames) {
