@@ -15,6 +15,7 @@
 #include "htslib/hfile.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "common/record_checksum.h"
 #include "common/status_macros.h"
@@ -182,7 +183,15 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
       return absl::NotFoundError(absl::StrFormat("can't open the reference \"%s\": %s",
                                                  reference, std::strerror(err)));
     }
-    if (hts_set_fai_filename(file, reference.c_str()) != 0) {
+    // SAM text takes the references of a header without @SQ lines from a
+    // FASTA index (name and length per line), not from the FASTA: use the
+    // FASTA's index when it has one, as CRAM would.
+    std::string aux = reference;
+    if (format == sam && !absl::EndsWith(reference, ".fai") &&
+        ::access((reference + ".fai").c_str(), R_OK) == 0) {
+      aux = reference + ".fai";
+    }
+    if (hts_set_fai_filename(file, aux.c_str()) != 0) {
       hts_close(file);
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: can't use the reference \"%s\" (not FASTA, or no index can be made)", name,

@@ -404,6 +404,35 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// SAM text without @SQ lines takes its references from --reference: the
+// FASTA index as samtools reads it, and also the FASTA itself when it has
+// an index beside it (htslib alone would parse the FASTA as an index and
+// fail at the first record).
+TEST_F(EndToEndTest, SamWithoutSqTakesReferencesFromTheFastaIndex) {
+  const std::string ref = dir_.File("ref.fa");
+  testing::WriteFileOrDie(ref, ">c\nACGTACGTAC\n>d\nACGT\n");
+  ASSERT_EQ(RunCommand("samtools faidx " + ref).exit_code, 0);
+  const std::string in = dir_.File("no_sq.sam");
+  testing::WriteFileOrDie(in,
+                          "r1\t0\td\t2\t0\t1M\t*\t0\t0\tA\tI\n"
+                          "r2\t16\tc\t9\t0\t2M\t*\t0\t0\tAC\tII\n"
+                          "r3\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
+  const std::string expected = dir_.File("expected.bam");
+  const CommandResult s =
+      RunCommand(absl::StrCat("samtools sort --reference ", ref, ".fai -o ", expected, " ", in));
+  ASSERT_EQ(s.exit_code, 0) << s.stderr_text;
+  const std::string out = dir_.File("out.bam");
+  for (const std::string& given : {ref + ".fai", ref}) {
+    SCOPED_TRACE(given);
+    const CommandResult r = RunCommand(
+        absl::StrCat(testing::RocksortBinary(), " --reference ", given, " -o ", out, " ", in));
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
+    EXPECT_TRUE(absl::StrContains(RunCommand("samtools view -H " + out).stdout_text,
+                                  "@SQ\tSN:d\tLN:4"));
+  }
+}
+
 // Far more runs than open files allowed (-m 1M without compaction flushes
 // hundreds of runs; the limit is 128): RocksDB's table cache closes and
 // reopens them, and the merges read no more at once than the limit allows.
