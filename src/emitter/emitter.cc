@@ -108,17 +108,23 @@ absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int 
   const bool bai = indexing && absl::EndsWith(options.index_name, ".bai");
   if (indexing) {
     writer_options.on_record = [&index, &options, &header, bai](const IndexEntry& e,
-                                                           uint64_t end_offset) {
+                                                                 uint64_t end_offset) {
       if (hts_idx_push(index.get(), e.tid, e.beg, e.end, end_offset, e.mapped ? 1 : 0) < 0) {
-        // The only failure of a push in coordinate order: a span beyond
-        // what the format holds (BAI: 2^29 - 1).
+        // In coordinate order a push fails for a span beyond what the
+        // format holds (BAI: 2^29 - 1), or for a record placed on a
+        // reference without a position (POS 0, from BAM), which samtools
+        // cannot index either.
         const char* ref =
             e.tid >= 0 ? sam_hdr_tid2name(const_cast<sam_hdr_t*>(&header), e.tid) : nullptr;
+        const std::string where =
+            e.beg < 0
+                ? absl::StrCat(ref != nullptr ? ref : "*", " with no position (POS 0)")
+                : absl::StrFormat("%s:%d-%d", ref != nullptr ? ref : "*", e.beg + 1, e.end);
         return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: can't index the record at %s:%d-%d: %s", options.index_name,
-            ref != nullptr ? ref : "*", e.beg + 1, e.end,
-            bai ? "BAI cannot hold positions beyond 2^29 - 1; write a CSI index instead"
-                : "a position beyond what the index holds"));
+            "%s: can't index the record at %s: %s", options.index_name, where,
+            e.beg < 0 ? "a record on a reference needs a position to be indexed"
+            : bai     ? "BAI cannot hold positions beyond 2^29 - 1; write a CSI index instead"
+                      : "a position beyond what the index holds"));
       }
       return absl::OkStatus();
     };

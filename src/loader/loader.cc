@@ -46,9 +46,13 @@ absl::Status RecordError(const Input& input, uint64_t record_number,
 // index outside the header, -4 an invalid record (bad lengths, CIGAR
 // inconsistent with the sequence).
 std::string DescribeReadError(int code, htsFile* file) {
-  const bool text = hts_get_format(file)->format == sam;
+  const htsExactFormat format = hts_get_format(file)->format;
+  const bool text = format == sam;
   switch (code) {
     case -2:
+      if (format == cram) {
+        return "can't decode the CRAM data (a missing or wrong reference, or corrupt data)";
+      }
       return text ? "malformed SAM line" : "truncated file or corrupt compressed block";
     case -3:
       return text ? "reference name not in the header"
@@ -348,9 +352,11 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
           LocateReadError(input.path(), next_offset, record_number);
       if (located.first != 0) std::tie(record_number, code) = located;
     }
-    return absl::DataLossError(absl::StrFormat("%s: record %d: %s (htslib error %d)",
-                                               input.name(), record_number,
-                                               DescribeReadError(code, input.file()), code));
+    // htslib's own reason (which field, which reference) is logged with -v
+    // only: a failure is one line.
+    return absl::DataLossError(
+        absl::StrFormat("%s: record %d: %s (htslib error %d; -v shows htslib's reason)",
+                        input.name(), record_number, DescribeReadError(code, input.file()), code));
   };
   for (;;) {
     const int r = sam_read1(input.file(), input.mutable_header(), record.get());

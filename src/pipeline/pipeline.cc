@@ -61,7 +61,11 @@ absl::StatusOr<HeaderPtr> MakeOutputHeader(const sam_hdr_t& in, const SortOption
   if (sam_hdr_update_hd(h.get(), "SO", "coordinate") != 0 &&
       sam_hdr_add_line(h.get(), "HD", "VN", SAM_FORMAT_VERSION, "SO", "coordinate",
                        nullptr) != 0) {
-    return absl::InvalidArgumentError("can't set @HD SO:coordinate in the header");
+    // htslib parses the header text only now: a malformed line or a
+    // duplicate @SQ name fails here (samtools sort fails the same way).
+    return absl::InvalidArgumentError(
+        "can't set @HD SO:coordinate: the header does not parse (a malformed line or a "
+        "duplicate @SQ name; -v shows htslib's reason)");
   }
   sam_hdr_remove_tag_hd(h.get(), "GO");
   sam_hdr_remove_tag_hd(h.get(), "SS");
@@ -366,7 +370,12 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
                                                                  input_disk.max_read_bytes),
                           options.reference));
   report->input_missing_eof_marker = input->missing_eof_marker();
-  ASSIGN_OR_RETURN(HeaderPtr out_header, MakeOutputHeader(input->header(), options));
+  absl::StatusOr<HeaderPtr> made_header = MakeOutputHeader(input->header(), options);
+  if (!made_header.ok()) {
+    return absl::Status(made_header.status().code(),
+                        absl::StrCat(input->name(), ": ", made_header.status().message()));
+  }
+  HeaderPtr out_header = *std::move(made_header);
   // A header BAM cannot hold (a reference longer than 2^31 - 1, from SAM
   // text) fails now, not after the sort.
   if (absl::StatusOr<std::string> encoded = emitter::EncodeBamHeader(*out_header);

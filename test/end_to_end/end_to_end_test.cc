@@ -396,6 +396,7 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
       RunCommand(absl::StrCat(env, testing::RocksortBinary(), " -o ", out, " ", cram));
   EXPECT_EQ(none.exit_code, 1) << none.stderr_text;
   EXPECT_TRUE(absl::StrContains(none.stderr_text, cram)) << none.stderr_text;
+  EXPECT_TRUE(absl::StrContains(none.stderr_text, "reference")) << none.stderr_text;
   const std::string missing = dir_.File("missing.fa");
   const CommandResult bad = RunCommand(absl::StrCat(
       env, testing::RocksortBinary(), " --reference ", missing, " -o ", out, " ", cram));

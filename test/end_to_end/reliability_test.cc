@@ -911,6 +911,21 @@ TEST_F(ReliabilityTest, ReferenceTooLongForBamFailsBeforeSorting) {
                      {in, "huge", "BAM holds at most"});
 }
 
+// A header htslib cannot parse (samtools sort fails on it too) fails before
+// loading, naming the input and the header.
+TEST_F(ReliabilityTest, UnparsableHeaderFailsNamingTheInput) {
+  const std::string dup = dir_.File("duplicate_sq.sam");
+  testing::WriteFileOrDie(dup, "@SQ\tSN:c\tLN:100\n@SQ\tSN:c\tLN:100\n"
+                               "r1\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
+  ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + dup)), 1,
+                     {dup, "header", "duplicate @SQ"});
+  const std::string hd = dir_.File("malformed_hd.sam");
+  testing::WriteFileOrDie(hd, "@HD\tVN:1.6\t\n@SQ\tSN:c\tLN:100\n"
+                              "r1\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
+  ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + hd)), 1,
+                     {hd, "header"});
+}
+
 // A failed run with --write-index leaves neither the output nor its index
 // (nor their partial files).
 TEST_F(ReliabilityTest, FailedRunWithWriteIndexLeavesNoIndex) {
