@@ -70,9 +70,15 @@ struct InterruptGuard::State {
 InterruptGuard::InterruptGuard(absl::Duration grace) : state_(std::make_shared<State>()) {
   state_->grace = grace;
   sigemptyset(&state_->mask);
-  sigaddset(&state_->mask, SIGINT);
-  sigaddset(&state_->mask, SIGTERM);
-  sigaddset(&state_->mask, SIGHUP);
+  // What kills by default and what batch schedulers send before a kill:
+  // SIGUSR1/SIGUSR2 (SGE's -notify, Slurm's --signal), SIGXCPU (a CPU time
+  // limit), SIGALRM. SIGXFSZ is blocked too, but the kernel directs it at
+  // the writing thread, where it stays pending: the write fails with EFBIG
+  // and the run fails as on any write error, naming the file, instead of
+  // dying with its temporary data. SIGQUIT keeps its core dump.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGXCPU, SIGALRM, SIGXFSZ}) {
+    sigaddset(&state_->mask, sig);
+  }
   pthread_sigmask(SIG_BLOCK, &state_->mask, &state_->old_mask);
   std::shared_ptr<State> state = state_;
   state_->thread = std::thread([state] { state->Loop(); });

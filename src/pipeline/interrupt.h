@@ -1,6 +1,8 @@
 // File: pipeline/interrupt.h
 // -----------------------------------------------------------------------------
-// SIGINT/SIGTERM/SIGHUP handling that never leaves temp data behind.
+// Handling of terminating signals (SIGINT, SIGTERM, SIGHUP, SIGUSR1,
+// SIGUSR2, SIGXCPU, SIGALRM; SIGXFSZ becomes a write error) that never
+// leaves temp data behind.
 //
 // InterruptGuard blocks those signals in the calling thread (construct it in
 // main() before any other thread starts, so every thread inherits the mask)

@@ -926,6 +926,20 @@ TEST_F(ReliabilityTest, UnparsableHeaderFailsNamingTheInput) {
                      {hd, "header"});
 }
 
+// A file size limit (ulimit -f) would kill the process with SIGXFSZ and
+// leave its temporary data behind; blocked, the signal turns into a write
+// error (EFBIG) that fails the run cleanly. The limit is hit by the runs
+// or by the output, whichever grows past it first.
+TEST_F(ReliabilityTest, FileSizeLimitFailsCleanlyInsteadOfKilling) {
+  const std::string in = Generate("in.bam", "-n 20000 --seed 59");
+  for (const std::string& args : {std::string("-m 1M"), std::string("-u")}) {
+    SCOPED_TRACE(args);
+    const CommandResult r = RunCommand(
+        absl::StrCat("ulimit -f 1024 && ", Rocksort(args + " -o " + dir_.File("out.bam") + " " + in)));
+    ExpectCleanFailure(r, 1, {"File too large"});
+  }
+}
+
 // A failed run with --write-index leaves neither the output nor its index
 // (nor their partial files).
 TEST_F(ReliabilityTest, FailedRunWithWriteIndexLeavesNoIndex) {
@@ -1065,6 +1079,12 @@ TEST_F(ReliabilityTest, SignalWhileLoadingExitsWithSignalStatusAndLeavesNothing)
       SCOPED_TRACE(absl::StrCat("signal ", sig, twice ? " twice" : " once"));
       ExpectCleanFailure(InterruptWhileLoading(sam, sig, twice), 128 + sig, {"signal"});
     }
+  }
+  // What batch schedulers send before a kill (SGE -notify, Slurm --signal,
+  // a CPU time limit) cleans up the same way.
+  for (int sig : {SIGHUP, SIGUSR1, SIGUSR2, SIGXCPU, SIGALRM}) {
+    SCOPED_TRACE(absl::StrCat("signal ", sig));
+    ExpectCleanFailure(InterruptWhileLoading(sam, sig, false), 128 + sig, {"signal"});
   }
 }
 
