@@ -351,10 +351,6 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   if (o.write_index && o.output == "-") {
     return absl::InvalidArgumentError("--write-index needs an output file (-o FILE), not stdout");
   }
-  if (o.output != "-" && o.output == o.input) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("output \"%s\" is the input file", o.output));
-  }
   return command;
 }
 

@@ -510,6 +510,21 @@ TEST_F(EndToEndTest, OutputNamedUpToTheFileSystemLimitIsWritten) {
   EXPECT_EQ(::access((out + ".csi").c_str(), F_OK), 0);
 }
 
+// `-o IN IN` sorts the file in place, as samtools does: the input is read
+// to its end before the verified output replaces it.
+TEST_F(EndToEndTest, OutputMayBeTheInputFile) {
+  const std::string in = Generate("in.bam", "-n 3000 --seed 21");
+  const std::string expected = SamtoolsSort(in);
+  const CommandResult r =
+      RunCommand(absl::StrCat(testing::RocksortBinary(), " -m 1M -o ", in, " ", in));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(testing::CompareAlignmentFiles(expected, in), "");
+  for (const std::string& name : dir_.List()) {
+    EXPECT_EQ(name.find("rocksort."), std::string::npos) << "left behind: " << name;
+    EXPECT_EQ(name.find(".partial."), std::string::npos) << "left behind: " << name;
+  }
+}
+
 TEST_F(EndToEndTest, WriteIndexToStdoutIsRefused) {
   const std::string in = Generate("in.bam", "-n 100 --seed 19");
   const CommandResult r =
