@@ -86,6 +86,15 @@ long PeakRssKiB() {
 absl::StatusOr<uint64_t> ParseSize(const std::string& text) {
   std::string number = text;
   uint64_t multiplier = 1;
+  // "1MB" and "1MiB" mean 1M, powers of 1024 as samtools reads them.
+  for (const char* unit : {"iB", "ib", "B", "b"}) {
+    const size_t n = std::strlen(unit);
+    if (number.size() > n + 1 && absl::EndsWith(number, unit) &&
+        std::strchr("KkMmGgTt", number[number.size() - n - 1]) != nullptr) {
+      number.resize(number.size() - n);
+      break;
+    }
+  }
   if (!number.empty()) {
     switch (absl::ascii_toupper(static_cast<unsigned char>(number.back()))) {
       case 'K': multiplier = uint64_t{1} << 10; break;
@@ -107,7 +116,9 @@ absl::StatusOr<uint64_t> ParseSize(const std::string& text) {
   double value = 0;
   if (digits <= 0 || dots > 1 || !absl::SimpleAtod(number, &value)) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "invalid size \"%s\": expected a number with an optional K, M, G or T suffix", text));
+        "invalid size \"%s\": expected a number with an optional K, M, G or T suffix "
+        "(KB or KiB: the same)",
+        text));
   }
   const double bytes = std::floor(value * static_cast<double>(multiplier));
   if (bytes > static_cast<double>(uint64_t{1} << 62)) {

@@ -29,13 +29,23 @@ TEST(ParseSize, AcceptsSamtoolsSuffixesAsPowersOf1024) {
   EXPECT_EQ(*ParseSize("1T"), 1ull << 40);
 }
 
+// samtools reads "1MB" and "1MiB" as 1M.
+TEST(ParseSize, ByteUnitsAfterTheSuffixAreTheSameSize) {
+  EXPECT_EQ(*ParseSize("768MB"), 768ull << 20);
+  EXPECT_EQ(*ParseSize("768MiB"), 768ull << 20);
+  EXPECT_EQ(*ParseSize("2kb"), 2048u);
+  EXPECT_EQ(*ParseSize("1.5GiB"), 3ull << 29);
+  EXPECT_EQ(*ParseSize("1TB"), 1ull << 40);
+}
+
 TEST(ParseSize, FractionsAreNotTruncatedToTheIntegerPart) {
   // samtools#319: "2.5G" was silently read as 2 bytes.
   EXPECT_EQ(*ParseSize("2.5G"), 5ull << 29);
 }
 
 TEST(ParseSize, RejectsEverythingElse) {
-  for (const char* bad : {"", "G", "-1", "12Q", "1e9", " 5", "5 ", "1.2.3M", "0x10", "1GB"}) {
+  for (const char* bad : {"", "G", "-1", "12Q", "1e9", " 5", "5 ", "1.2.3M", "0x10", "1B", "GB",
+                          "1GBB", "1Gi", "1iB", "1G B"}) {
     EXPECT_FALSE(ParseSize(bad).ok()) << bad;
   }
 }
