@@ -443,9 +443,10 @@ int RocksortMain(int argc, char** argv) {
   if (report.input_missing_eof_marker) {
     // After success only: a failing run prints exactly one line, its error.
     std::fprintf(stderr,
-                 "rocksort: warning: %s has no BGZF end-of-file marker and may be truncated; "
+                 "rocksort: warning: %s has no end-of-file marker and may be truncated; "
                  "sorted the %llu records it holds\n",
-                 command->sort.input.c_str(), static_cast<unsigned long long>(report.records));
+                 command->sort.input == "-" ? "stdin" : command->sort.input.c_str(),
+                 static_cast<unsigned long long>(report.records));
   }
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   if (command->sort.verbosity > 0) {

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "htslib/bgzf.h"
+#include "htslib/cram.h"
 #include "htslib/hfile.h"
 
 #include "absl/strings/str_cat.h"
@@ -219,7 +220,8 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   const bool bgzf_blocks =
       file->is_bgzf && file->fp.bgzf->is_compressed && !file->fp.bgzf->is_gzip;
   const bool missing_eof_marker =
-      regular_file && bgzf_blocks && bgzf_check_EOF(file->fp.bgzf) == 0;
+      regular_file && ((bgzf_blocks && bgzf_check_EOF(file->fp.bgzf) == 0) ||
+                       (format == cram && cram_check_EOF(file->fp.cram) == 0));
   bool threaded = false;
   if (threads > 1 && regular_file) {
     int r = 0;
@@ -391,6 +393,7 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
   }
   RETURN_IF_ERROR(flush_batch());
   stats.checksum = checksum.value();
+  stats.missing_eof_marker = has_offsets && file->fp.bgzf->no_eof_block;
   return stats;
 }
 

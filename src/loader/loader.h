@@ -124,6 +124,10 @@ struct LoadStats {
   uint64_t records = 0;       // Records written to the DB.
   uint64_t record_bytes = 0;  // Sum of their BAM encodings (uncompressed).
   uint64_t checksum = 0;      // RecordChecksum of their BAM encodings.
+  // The BGZF stream ended without its end-of-file marker (htslib noticed
+  // while reading: how a pipe's missing marker shows; a regular file's is
+  // checked before reading, Input::missing_eof_marker).
+  bool missing_eof_marker = false;
 };
 
 // Reads every remaining record of `input` and writes it to `db`.

@@ -500,6 +500,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   const CancelWatch stop_merges(cancelled,
                                 [db] { rocksdb::CancelAllBackgroundWork(db, /*wait=*/false); });
   input.reset();  // Frees the decode threads and their buffers.
+  report->input_missing_eof_marker |= loaded.missing_eof_marker;
   report->records = loaded.records;
   report->record_bytes = loaded.record_bytes;
   report->load_seconds = Seconds(phase_start);

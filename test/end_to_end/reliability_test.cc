@@ -745,10 +745,48 @@ TEST_F(ReliabilityTest, BamWithoutEofBlockIsSortedCompletely) {
   const std::string expected = dir_.File("expected.bam");
   ASSERT_EQ(RunCommand("samtools sort -o " + expected + " " + in).exit_code, 0);
   const std::string out = dir_.File("out.bam");
+  // From the file, with and without decode threads, and from a pipe, where
+  // only reading to the end shows the marker missing: sorted, with a
+  // warning naming the input.
+  for (const std::string& args : {"-o " + out + " " + no_eof, "-@ 2 -o " + out + " " + no_eof,
+                                  "-o " + out + " - < " + no_eof}) {
+    SCOPED_TRACE(args);
+    const CommandResult r = RunCommand(Rocksort(args));
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
+    EXPECT_TRUE(absl::StrContains(r.stderr_text, "no end-of-file marker")) << r.stderr_text;
+    EXPECT_TRUE(absl::StrContains(r.stderr_text, absl::StrContains(args, "- <") ? "stdin" : no_eof))
+        << r.stderr_text;
+    ExpectNoLeftovers({out});
+  }
+  // The complete file: no warning.
+  const CommandResult whole = RunCommand(Rocksort("-o " + out + " - < " + in));
+  ASSERT_EQ(whole.exit_code, 0) << whole.stderr_text;
+  EXPECT_EQ(whole.stderr_text, "");
+}
+
+// CRAM ends with an EOF container; without it the file may be truncated at
+// a container boundary. As for BAM: sorted, with a warning.
+TEST_F(ReliabilityTest, CramWithoutEofContainerIsSortedWithAWarning) {
+  const std::string sam = Generate("in.sam", "-n 500 --seed 36");
+  const std::string cram = dir_.File("in.cram");
+  ASSERT_EQ(RunCommand("samtools view -C --output-fmt-option no_ref=1 -o " + cram + " " + sam)
+                .exit_code,
+            0);
+  const std::string file = testing::ReadFileOrDie(cram);
+  // CRAM 3's EOF container is the file's last 38 bytes.
+  const std::string no_eof = dir_.File("no_eof.cram");
+  testing::WriteFileOrDie(no_eof, file.substr(0, file.size() - 38));
+  const std::string expected = dir_.File("expected.bam");
+  ASSERT_EQ(RunCommand("samtools sort -o " + expected + " " + cram).exit_code, 0);
+  const std::string out = dir_.File("out.bam");
   const CommandResult r = RunCommand(Rocksort("-o " + out + " " + no_eof));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
-  ExpectNoLeftovers({out});
+  EXPECT_TRUE(absl::StrContains(r.stderr_text, "no end-of-file marker")) << r.stderr_text;
+  const CommandResult whole = RunCommand(Rocksort("-o " + out + " " + cram));
+  ASSERT_EQ(whole.exit_code, 0) << whole.stderr_text;
+  EXPECT_EQ(whole.stderr_text, "");
 }
 
 // --- 3. Bad records -------------------------------------------------------------
