@@ -17,6 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "htslib/hts.h"
 #include "pipeline/allocator.h"
@@ -140,7 +142,8 @@ std::string Usage() {
       "Input/output:\n"
       "  -o FILE       write the sorted BAM to FILE [stdout]\n"
       "  -O bam        output format; accepted for samtools compatibility: BAM only;\n"
-      "                needed to write BAM to a name ending .sam, .sam.gz or .cram\n"
+      "                needed to write BAM to a name for which samtools would write\n"
+      "                another format (.sam, .cram, .fq, .fa, and those with .gz)\n"
       "  --reference FILE  reference FASTA for CRAM input; for SAM text without @SQ\n"
       "                lines, a FASTA index (.fai) naming the references, as samtools\n"
       "  -l INT        output compression level 0..9 [%s]\n"
@@ -151,7 +154,8 @@ std::string Usage() {
       "\n"
       "Resources:\n"
       "  -@, --threads INT  threads for decoding, sorting and compression [%d]\n"
-      "  -m SIZE       memory per thread; K/M/G suffixes are powers of 1024 [%s]\n"
+      "  -m SIZE       memory per thread; K/M/G/T suffixes (also KB, KiB...) are\n"
+      "                powers of 1024 [%s]\n"
       "  -T PREFIX     temporary database at PREFIX.rocksort.XXXXXX, or inside\n"
       "                PREFIX if it is a directory [beside the output; $TMPDIR or .\n"
       "                when writing to stdout]\n"
@@ -350,13 +354,22 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   // samtools picks SAM or CRAM by the output's extension unless -O says
   // otherwise; BAM under such a name would be a silent surprise.
   if (!format_given) {
-    for (const char* ext : {".sam", ".sam.gz", ".cram"}) {
-      if (absl::EndsWithIgnoreCase(o.output, ext)) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "output \"%s\": samtools would write %s for this name, and rocksort writes BAM "
-            "only; name it .bam, or add -O bam to write BAM under this name",
-            o.output, absl::EndsWithIgnoreCase(o.output, ".cram") ? "CRAM" : "SAM"));
-      }
+    // As htslib's sam_open_mode reads a name: an optional ".gz" (matched
+    // case-sensitively), then the format's extension (case-insensitively).
+    absl::string_view name = o.output;
+    const bool gz = absl::ConsumeSuffix(&name, ".gz");
+    const size_t dot = name.rfind('.');
+    const absl::string_view ext = dot == absl::string_view::npos ? "" : name.substr(dot + 1);
+    const char* format = nullptr;
+    if (absl::EqualsIgnoreCase(ext, "sam")) format = "SAM";
+    if (!gz && absl::EqualsIgnoreCase(ext, "cram")) format = "CRAM";
+    if (absl::EqualsIgnoreCase(ext, "fq") || absl::EqualsIgnoreCase(ext, "fastq")) format = "FASTQ";
+    if (absl::EqualsIgnoreCase(ext, "fa") || absl::EqualsIgnoreCase(ext, "fasta")) format = "FASTA";
+    if (format != nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "output \"%s\": samtools would write %s for this name, and rocksort writes BAM "
+          "only; name it .bam, or add -O bam to write BAM under this name",
+          o.output, format));
     }
   }
   if (o.write_index && o.output == "-") {
@@ -417,6 +430,9 @@ int RocksortMain(int argc, char** argv) {
   // A closed stdout must surface as a write error (EPIPE) that cleans up,
   // not as a silent death by SIGPIPE that leaves the temp DB behind.
   signal(SIGPIPE, SIG_IGN);
+  // Likewise a file size limit (ulimit -f): the write fails with EFBIG,
+  // naming the file, instead of the process dying with its temporary data.
+  signal(SIGXFSZ, SIG_IGN);
   RaiseOpenFileLimit();
   // Before any thread allocates (pipeline/allocator.h).
   pipeline::ConfigureAllocator(pipeline::MemoryBudget(command->sort));

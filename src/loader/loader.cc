@@ -393,7 +393,10 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
   }
   RETURN_IF_ERROR(flush_batch());
   stats.checksum = checksum.value();
-  stats.missing_eof_marker = has_offsets && file->fp.bgzf->no_eof_block;
+  // A CRAM stream's missing EOF container shows the same way, at its end.
+  stats.missing_eof_marker =
+      (has_offsets && file->fp.bgzf->no_eof_block) ||
+      (hts_get_format(file)->format == cram && cram_eof(file->fp.cram) == 2);
   return stats;
 }
 

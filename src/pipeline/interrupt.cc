@@ -70,13 +70,12 @@ struct InterruptGuard::State {
 InterruptGuard::InterruptGuard(absl::Duration grace) : state_(std::make_shared<State>()) {
   state_->grace = grace;
   sigemptyset(&state_->mask);
-  // What kills by default and what batch schedulers send before a kill:
-  // SIGUSR1/SIGUSR2 (SGE's -notify, Slurm's --signal), SIGXCPU (a CPU time
-  // limit), SIGALRM. SIGXFSZ is blocked too, but the kernel directs it at
-  // the writing thread, where it stays pending: the write fails with EFBIG
-  // and the run fails as on any write error, naming the file, instead of
-  // dying with its temporary data. SIGQUIT keeps its core dump.
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGXCPU, SIGALRM, SIGXFSZ}) {
+  // What kills by default, including what batch schedulers send ahead of
+  // a suspension or a kill: SIGUSR1/SIGUSR2 (SGE's -notify, Slurm's
+  // --signal), SIGXCPU (a CPU time limit), SIGALRM. SIGQUIT keeps its core
+  // dump. (SIGXFSZ is ignored by main(): blocked, it would stay pending on
+  // the thread that wrote and kill the process once the mask is restored.)
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGXCPU, SIGALRM}) {
     sigaddset(&state_->mask, sig);
   }
   pthread_sigmask(SIG_BLOCK, &state_->mask, &state_->old_mask);

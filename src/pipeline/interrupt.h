@@ -1,8 +1,7 @@
 // File: pipeline/interrupt.h
 // -----------------------------------------------------------------------------
 // Handling of terminating signals (SIGINT, SIGTERM, SIGHUP, SIGUSR1,
-// SIGUSR2, SIGXCPU, SIGALRM; SIGXFSZ becomes a write error) that never
-// leaves temp data behind.
+// SIGUSR2, SIGXCPU, SIGALRM) that never leaves temp data behind.
 //
 // InterruptGuard blocks those signals in the calling thread (construct it in
 // main() before any other thread starts, so every thread inherits the mask)

@@ -359,6 +359,17 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
                  report->size_hint_source.c_str(), compaction_policy::DescribePlan(plan).c_str());
   }
 
+  // OUT may be the input file, as with samtools: the input is read to its
+  // end before the output, a new file, replaces it. Not a FIFO or device
+  // written in place while it is being read (checked before the input is
+  // opened: opening a FIFO waits for a writer).
+  if (struct stat in_st, out_st;
+      options.input != "-" && OutputFile::WritesInPlace(options.output) &&
+      ::stat(options.input.c_str(), &in_st) == 0 && ::stat(options.output.c_str(), &out_st) == 0 &&
+      in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "output \"%s\" is the input, which is not a regular file", options.output));
+  }
   // The input's own device decides how it is read ahead.
   const compaction_policy::DiskDetection input_disk =
       options.input == "-" ? compaction_policy::DiskDetection{}
@@ -382,16 +393,6 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
       !encoded.ok()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: %s", input->name(), encoded.status().message()));
-  }
-  // OUT may be the input file, as with samtools: the input is read to its
-  // end before the output, a new file, replaces it. Not a FIFO or device
-  // written in place while it is being read.
-  if (struct stat in_st, out_st;
-      options.input != "-" && OutputFile::WritesInPlace(options.output) &&
-      ::stat(options.input.c_str(), &in_st) == 0 && ::stat(options.output.c_str(), &out_st) == 0 &&
-      in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "output \"%s\" is the input, which is not a regular file", options.output));
   }
   // Fail on an unwritable output before spending hours on the sort.
   ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> output,

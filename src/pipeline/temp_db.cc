@@ -31,7 +31,11 @@ std::string FitFileName(const std::string& path, size_t suffix_length) {
   const long limit = ::pathconf(dir.c_str(), _PC_NAME_MAX);
   const size_t name_max = limit > 0 ? static_cast<size_t>(limit) : 255;
   const size_t length = path.size() - base;
-  if (length + suffix_length <= name_max || suffix_length >= name_max) return path;
+  // A name too long in itself stays so: creating its temporary file fails
+  // at once, naming it, rather than the rename after the whole sort.
+  if (length + suffix_length <= name_max || length > name_max || suffix_length >= name_max) {
+    return path;
+  }
   size_t keep = name_max - suffix_length;
   // Not inside a UTF-8 sequence: back off over continuation bytes.
   while (keep > 0 && (static_cast<unsigned char>(path[base + keep]) & 0xC0) == 0x80) --keep;
@@ -142,8 +146,9 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
     // Named as the user wrote it: the partial file is an implementation
     // detail, and what fails (a missing directory, permissions, a full
     // disk) fails for OUT as well.
-    return absl::PermissionDeniedError(
-        absl::StrFormat("can't create \"%s\": %s", path, ErrnoText()));
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "can't create \"%s\" (a new file in its directory, renamed when complete): %s", path,
+        ErrnoText()));
   }
   if (registry != nullptr) registry->Register(buf.data());
   // mkstemp creates 0600; give the file what open(O_CREAT, 0666) would.

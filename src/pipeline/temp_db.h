@@ -33,7 +33,8 @@ namespace rocksort::pipeline {
 // just enough that `suffix_length` more bytes still make a name the
 // directory's file system accepts (pathconf _PC_NAME_MAX, else 255). The
 // temporary names made beside a path (OUT.partial.XXXXXX,
-// OUT.rocksort.XXXXXX) would otherwise fail where OUT itself is fine.
+// OUT.rocksort.XXXXXX) would otherwise fail where OUT itself is fine. A
+// last component already longer than the limit is returned as it is.
 std::string FitFileName(const std::string& path, size_t suffix_length);
 
 class TempDb {

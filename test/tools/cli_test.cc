@@ -122,7 +122,8 @@ TEST(ParseCommandLine, SamtoolsLongSpellings) {
 
 // samtools writes SAM or CRAM for these names unless -O says otherwise.
 TEST(ParseCommandLine, OutputNamedForAnotherFormatNeedsDashOBam) {
-  for (const char* out : {"out.sam", "out.SAM", "out.sam.gz", "out.cram", "o.bam##idx##x.cram.csi"}) {
+  for (const char* out : {"out.sam", "out.SAM", "out.sam.gz", "out.cram", "out.fq", "out.fastq.gz",
+                          "out.FA", "out.fasta", "o.bam##idx##x.cram.csi"}) {
     SCOPED_TRACE(out);
     const absl::StatusOr<Command> refused = Parse({"-o", out, "in.bam"});
     if (absl::StrContains(out, "##idx##")) {
@@ -137,6 +138,8 @@ TEST(ParseCommandLine, OutputNamedForAnotherFormatNeedsDashOBam) {
   }
   EXPECT_TRUE(Parse({"-o", "out.bam", "in.sam"}).ok());
   EXPECT_TRUE(Parse({"-o", "out.sambam", "in.bam"}).ok());
+  // htslib matches ".gz" case-sensitively: samtools writes BAM here.
+  EXPECT_TRUE(Parse({"-o", "out.sam.GZ", "in.bam"}).ok());
 }
 
 TEST(ParseCommandLine, WriteIndexAndSamtoolsIndexNames) {
