@@ -66,6 +66,11 @@ class EndToEndTest : public ::testing::Test {
     absl::StatusOr<std::string> actual_bytes = testing::ReadBamRecordBytes(out);
     ASSERT_TRUE(expected_bytes.ok() && actual_bytes.ok());
     EXPECT_TRUE(*expected_bytes == *actual_bytes) << "decompressed record bytes differ";
+    ExpectNoTempLeftovers();
+  }
+
+  // No temporary directory or partial output left in dir_.
+  void ExpectNoTempLeftovers() {
     for (const std::string& name : dir_.List()) {
       EXPECT_EQ(name.find("rocksort."), std::string::npos) << "left behind: " << name;
       EXPECT_EQ(name.find(".partial."), std::string::npos) << "left behind: " << name;
@@ -504,10 +509,7 @@ TEST_F(EndToEndTest, OutputNamedUpToTheFileSystemLimitIsWritten) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
   EXPECT_EQ(RunCommand("samtools view -c " + out + " chr1").exit_code, 0);
-  for (const std::string& name : dir_.List()) {
-    EXPECT_EQ(name.find("rocksort."), std::string::npos) << "left behind: " << name;
-    EXPECT_EQ(name.find(".partial."), std::string::npos) << "left behind: " << name;
-  }
+  ExpectNoTempLeftovers();
   EXPECT_EQ(::access((out + ".csi").c_str(), F_OK), 0);
 }
 
@@ -520,10 +522,7 @@ TEST_F(EndToEndTest, OutputMayBeTheInputFile) {
       RunCommand(absl::StrCat(testing::RocksortBinary(), " -m 1M -o ", in, " ", in));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(testing::CompareAlignmentFiles(expected, in), "");
-  for (const std::string& name : dir_.List()) {
-    EXPECT_EQ(name.find("rocksort."), std::string::npos) << "left behind: " << name;
-    EXPECT_EQ(name.find(".partial."), std::string::npos) << "left behind: " << name;
-  }
+  ExpectNoTempLeftovers();
 }
 
 TEST_F(EndToEndTest, WriteIndexToStdoutIsRefused) {

@@ -955,10 +955,7 @@ TEST_F(ReliabilityTest, FailedSortOntoItsInputLeavesTheInputUnchanged) {
   const CommandResult r = RunCommand(Rocksort("-o " + in + " " + in));
   EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
   EXPECT_TRUE(testing::ReadFileOrDie(in) == cut) << "the input changed";
-  for (const std::string& name : dir_.List()) {
-    EXPECT_EQ(name.find(".partial."), std::string::npos) << "left behind: " << name;
-    EXPECT_EQ(name.find("rocksort."), std::string::npos) << "left behind: " << name;
-  }
+  ExpectNoLeftovers();
 }
 
 TEST_F(ReliabilityTest, OutputOnReadOnlyFilesystemFails) {
