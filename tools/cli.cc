@@ -89,9 +89,9 @@ absl::StatusOr<uint64_t> ParseSize(const std::string& text) {
   std::string number = text;
   uint64_t multiplier = 1;
   // "1MB" and "1MiB" mean 1M, powers of 1024 as samtools reads them.
-  for (const char* unit : {"iB", "ib", "B", "b"}) {
+  for (const char* unit : {"ib", "b"}) {
     const size_t n = std::strlen(unit);
-    if (number.size() > n + 1 && absl::EndsWith(number, unit) &&
+    if (number.size() > n + 1 && absl::EndsWithIgnoreCase(number, unit) &&
         std::strchr("KkMmGgTt", number[number.size() - n - 1]) != nullptr) {
       number.resize(number.size() - n);
       break;
@@ -360,16 +360,20 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
     const bool gz = absl::ConsumeSuffix(&name, ".gz");
     const size_t dot = name.rfind('.');
     const absl::string_view ext = dot == absl::string_view::npos ? "" : name.substr(dot + 1);
-    const char* format = nullptr;
-    if (absl::EqualsIgnoreCase(ext, "sam")) format = "SAM";
-    if (!gz && absl::EqualsIgnoreCase(ext, "cram")) format = "CRAM";
-    if (absl::EqualsIgnoreCase(ext, "fq") || absl::EqualsIgnoreCase(ext, "fastq")) format = "FASTQ";
-    if (absl::EqualsIgnoreCase(ext, "fa") || absl::EqualsIgnoreCase(ext, "fasta")) format = "FASTA";
-    if (format != nullptr) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "output \"%s\": samtools would write %s for this name, and rocksort writes BAM "
-          "only; name it .bam, or add -O bam to write BAM under this name",
-          o.output, format));
+    constexpr struct {
+      const char* ext;
+      const char* format;
+      bool gz;  // Also with ".gz" (samtools has no compressed CRAM).
+    } kOtherFormats[] = {{"sam", "SAM", true},      {"cram", "CRAM", false},
+                         {"fq", "FASTQ", true},     {"fastq", "FASTQ", true},
+                         {"fa", "FASTA", true},     {"fasta", "FASTA", true}};
+    for (const auto& other : kOtherFormats) {
+      if (absl::EqualsIgnoreCase(ext, other.ext) && (!gz || other.gz)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "output \"%s\": samtools would write %s for this name, and rocksort writes BAM "
+            "only; name it .bam, or add -O bam to write BAM under this name",
+            o.output, other.format));
+      }
     }
   }
   if (o.write_index && o.output == "-") {

@@ -114,12 +114,12 @@ absl::StatusOr<EmitStats> EmitBam(rocksdb::DB* db, const sam_hdr_t& header, int 
         // format holds (BAI: 2^29 - 1), or for a record placed on a
         // reference without a position (POS 0, from BAM), which samtools
         // cannot index either.
-        const char* ref =
+        const char* name =
             e.tid >= 0 ? sam_hdr_tid2name(const_cast<sam_hdr_t*>(&header), e.tid) : nullptr;
-        const std::string where =
-            e.beg < 0
-                ? absl::StrCat(ref != nullptr ? ref : "*", " with no position (POS 0)")
-                : absl::StrFormat("%s:%d-%d", ref != nullptr ? ref : "*", e.beg + 1, e.end);
+        const char* ref = name != nullptr ? name : "*";
+        const std::string where = e.beg < 0
+                                      ? absl::StrCat(ref, " with no position (POS 0)")
+                                      : absl::StrFormat("%s:%d-%d", ref, e.beg + 1, e.end);
         return absl::InvalidArgumentError(absl::StrFormat(
             "%s: can't index the record at %s: %s", options.index_name, where,
             e.beg < 0 ? "a record on a reference needs a position to be indexed"

@@ -213,15 +213,10 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   // the header unreadable (htslib's threaded reader fails as a whole).
   // Only regular files: after an error the loader re-reads the file to name
   // the exact record, which a pipe cannot do.
-  // Checked before threads start: htslib's threaded reader deadlocks in
-  // bgzf_check_EOF once its reader thread has stopped on a corrupt block.
   // BGZF only: plain gzip (SAM.gz from gzip) has no EOF block, and htslib
   // decompresses it in one thread whatever bgzf_mt is asked.
   const bool bgzf_blocks =
       file->is_bgzf && file->fp.bgzf->is_compressed && !file->fp.bgzf->is_gzip;
-  const bool missing_eof_marker =
-      regular_file && ((bgzf_blocks && bgzf_check_EOF(file->fp.bgzf) == 0) ||
-                       (format == cram && cram_check_EOF(file->fp.cram) == 0));
   bool threaded = false;
   if (threads > 1 && regular_file) {
     int r = 0;
@@ -240,7 +235,6 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
     }
   }
   std::unique_ptr<Input> input(new Input(path, name, file, header, threaded));
-  input->missing_eof_marker_ = missing_eof_marker;
   if (regular_file) {
     const uint64_t chunk = std::max<uint64_t>(readahead_chunk, 4096);
     const uint64_t window = std::max<uint64_t>(chunk, uint64_t{16} << 20);
@@ -393,7 +387,8 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
   }
   RETURN_IF_ERROR(flush_batch());
   stats.checksum = checksum.value();
-  // A CRAM stream's missing EOF container shows the same way, at its end.
+  // htslib notes a missing BGZF EOF block or CRAM EOF container when it
+  // reaches the end, from a file (threaded or not) or a pipe alike.
   stats.missing_eof_marker =
       (has_offsets && file->fp.bgzf->no_eof_block) ||
       (hts_get_format(file)->format == cram && cram_eof(file->fp.cram) == 2);

@@ -61,11 +61,6 @@ class Input {
   const std::string& path() const { return path_; }
   // Whether htslib threads decode ahead of the reader.
   bool threaded() const { return threaded_; }
-  // A compressed regular file without the BGZF end-of-file marker: it may be
-  // truncated at a block boundary, which no read error reveals. The records
-  // it holds are still valid and are sorted (as samtools does); the caller
-  // warns.
-  bool missing_eof_marker() const { return missing_eof_marker_; }
 
  private:
   Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header,
@@ -81,7 +76,6 @@ class Input {
   // (records already queued are dropped), so on a read error LoadRecords
   // re-reads a regular file single-threaded to name the exact record.
   bool threaded_;
-  bool missing_eof_marker_ = false;
   // Regular files only: reads the file ahead in large requests.
   std::unique_ptr<SequentialReadahead> readahead_;
 };
@@ -124,9 +118,10 @@ struct LoadStats {
   uint64_t records = 0;       // Records written to the DB.
   uint64_t record_bytes = 0;  // Sum of their BAM encodings (uncompressed).
   uint64_t checksum = 0;      // RecordChecksum of their BAM encodings.
-  // The BGZF stream ended without its end-of-file marker (htslib noticed
-  // while reading: how a pipe's missing marker shows; a regular file's is
-  // checked before reading, Input::missing_eof_marker).
+  // The input ended without its end-of-file marker (BGZF EOF block, CRAM
+  // EOF container): it may be truncated at a block boundary, which no read
+  // error reveals. The records it held are still valid and were loaded (as
+  // samtools does); the caller warns.
   bool missing_eof_marker = false;
 };
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <filesystem>
@@ -20,7 +21,6 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -263,20 +263,23 @@ absl::Status VerifyIntegrity(const loader::LoadStats& loaded, const emitter::Emi
 }
 
 std::string TempDirPrefix(const SortOptions& options) {
-  // What TempDb::Create appends to a prefix beside a file.
-  constexpr absl::string_view kTempSuffix = ".rocksort.XXXXXX";
+  // PATH.rocksort.XXXXXX, with PATH shortened to fit (TempDb::Create adds
+  // the X's).
+  auto beside = [](const std::string& path) {
+    return FitFileName(path, std::strlen(".rocksort.XXXXXX")) + ".rocksort.";
+  };
   if (!options.temp_prefix.empty()) {
     if (IsDirectory(options.temp_prefix)) {
       std::string dir = options.temp_prefix;
       while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
       return dir == "/" ? "/rocksort." : dir + "/rocksort.";
     }
-    return FitFileName(options.temp_prefix, kTempSuffix.size()) + ".rocksort.";
+    return beside(options.temp_prefix);
   }
   // Beside the output, unless it is stdout or a device/FIFO written in place
   // (/dev/null): its directory is no place for temporary data.
   if (!OutputFile::WritesInPlace(options.output)) {
-    return FitFileName(OutputFile::TargetPath(options.output), kTempSuffix.size()) + ".rocksort.";
+    return beside(OutputFile::TargetPath(options.output));
   }
   const char* tmpdir = std::getenv("TMPDIR");
   const std::string dir = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : ".";
@@ -380,7 +383,6 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
                           compaction_policy::InputReadaheadChunk(input_disk.request_bytes,
                                                                  input_disk.max_read_bytes),
                           options.reference));
-  report->input_missing_eof_marker = input->missing_eof_marker();
   absl::StatusOr<HeaderPtr> made_header = MakeOutputHeader(input->header(), options);
   if (!made_header.ok()) {
     return absl::Status(made_header.status().code(),
@@ -501,7 +503,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   const CancelWatch stop_merges(cancelled,
                                 [db] { rocksdb::CancelAllBackgroundWork(db, /*wait=*/false); });
   input.reset();  // Frees the decode threads and their buffers.
-  report->input_missing_eof_marker |= loaded.missing_eof_marker;
+  report->input_missing_eof_marker = loaded.missing_eof_marker;
   report->records = loaded.records;
   report->record_bytes = loaded.record_bytes;
   report->load_seconds = Seconds(phase_start);
