@@ -67,7 +67,9 @@ run_tsan() {
   # Every process (test binaries and the rocksort/gen_reads they start)
   # writes its reports to its own file, so races in children are not lost in
   # captured stderr.
-  export TSAN_OPTIONS="log_path=$reports/report:second_deadlock_stack=1:history_size=4"
+  # The suppressions cover one RocksDB-internal false positive (the file says
+  # which and why).
+  export TSAN_OPTIONS="log_path=$reports/report:second_deadlock_stack=1:history_size=4:suppressions=$repo/test/tsan/suppressions.txt"
   local failed=0
   for t in "${tests[@]}"; do
     echo "sanitize: tsan: $t"
