@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -17,9 +18,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "htslib/hts.h"
 #include "pipeline/allocator.h"
 #include "pipeline/interrupt.h"
@@ -41,7 +44,8 @@ enum LongOnly {
   kNoCompaction,
   kStatsJson,
   kReference,
-  kWriteIndex
+  kWriteIndex,
+  kOutputFmtOption
 };
 
 std::string HumanSize(uint64_t bytes) {
@@ -58,6 +62,25 @@ absl::StatusOr<int> ParseInt(const char* flag, const char* text, int min, int ma
         absl::StrFormat("invalid %s \"%s\": expected an integer in %d..%d", flag, text, min, max));
   }
   return value;
+}
+
+// One of samtools' output format options, from `-O bam,OPTION` or
+// `--output-fmt-option OPTION` (`what` names the argument in messages).
+// rocksort acts on level=N; the others, threads and the options of other
+// formats, are refused rather than ignored.
+absl::Status ParseOutputFormatOption(absl::string_view what, absl::string_view option,
+                                     std::optional<int>* level) {
+  absl::string_view value = option;
+  if (!absl::ConsumePrefix(&value, "level=")) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: rocksort supports only the output format option level=N (threads: -@)", what));
+  }
+  absl::StatusOr<int> parsed = ParseInt("level", std::string(value).c_str(), 0, 9);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", parsed.status().message()));
+  }
+  *level = *parsed;
+  return absl::OkStatus();
 }
 
 // Raises the soft open-files limit to the hard one: the final merge keeps
@@ -141,9 +164,11 @@ std::string Usage() {
       "\n"
       "Input/output:\n"
       "  -o FILE       write the sorted BAM to FILE [stdout]\n"
-      "  -O bam        output format; accepted for samtools compatibility: BAM only;\n"
-      "                needed to write BAM to a name for which samtools would write\n"
-      "                another format (.sam, .cram, .fq, .fa, and those with .gz)\n"
+      "  -O bam[,level=N]  output format; accepted for samtools compatibility: BAM\n"
+      "                only; needed to write BAM to a name for which samtools would\n"
+      "                write another format (.sam, .cram, .fq, .fa, and with .gz)\n"
+      "  --output-fmt-option level=N  compression level 0..9; like -O bam,level=N\n"
+      "                it overrides -l and -u, as in samtools\n"
       "  --reference FILE  reference FASTA for CRAM input; for SAM text without @SQ\n"
       "                lines, a FASTA index (.fai) naming the references, as samtools\n"
       "  -l INT        output compression level 0..9 [%s]\n"
@@ -195,6 +220,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       {"output-fmt", required_argument, nullptr, 'O'},
       {"reference", required_argument, nullptr, kReference},
       {"write-index", no_argument, nullptr, kWriteIndex},
+      {"output-fmt-option", required_argument, nullptr, kOutputFmtOption},
       {nullptr, 0, nullptr, 0}};
   Command command;
   pipeline::SortOptions& o = command.sort;
@@ -204,6 +230,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   bool output_given = false;
   bool format_given = false;  // -O bam
   bool uncompressed = false;
+  std::optional<int> format_level;  // level=N of -O or --output-fmt-option
 
   optind = 0;  // Full reset of getopt, so tests can parse repeatedly.
   opterr = 0;
@@ -215,14 +242,24 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         o.output = optarg;
         output_given = true;
         break;
-      case 'O':
+      case 'O': {
         // samtools' spelling, accepted so that its command lines work; the
-        // output is always BAM.
-        if (!absl::EqualsIgnoreCase(optarg, "bam")) {
-          return absl::InvalidArgumentError(
-              absl::StrFormat("-O %s: rocksort writes BAM only", optarg));
+        // output is always BAM. Options may follow: bam,level=1.
+        const std::vector<absl::string_view> parts = absl::StrSplit(optarg, ',');
+        const std::string what = absl::StrCat("-O ", optarg);
+        if (!absl::EqualsIgnoreCase(parts[0], "bam")) {
+          return absl::InvalidArgumentError(absl::StrCat(what, ": rocksort writes BAM only"));
+        }
+        for (size_t i = 1; i < parts.size(); ++i) {
+          if (parts[i].empty()) continue;  // "bam," as samtools allows
+          RETURN_IF_ERROR(ParseOutputFormatOption(what, parts[i], &format_level));
         }
         format_given = true;
+        break;
+      }
+      case kOutputFmtOption:
+        RETURN_IF_ERROR(ParseOutputFormatOption(
+            absl::StrCat("--output-fmt-option ", optarg), optarg, &format_level));
         break;
       case kWriteIndex:
         o.write_index = true;
@@ -318,6 +355,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
     }
   }
   if (uncompressed) o.level = 0;
+  if (format_level.has_value()) o.level = *format_level;
   // The budget, threads x -m, must stay a size (ParseSize caps one at 2^62).
   if (o.memory_per_thread > (uint64_t{1} << 62) / static_cast<uint64_t>(o.threads)) {
     return absl::InvalidArgumentError(

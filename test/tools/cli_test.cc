@@ -114,9 +114,42 @@ TEST(ParseCommandLine, SamtoolsLongSpellings) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->sort.threads, 3);
   EXPECT_EQ(c->sort.reference, "r.fa");
-  for (const char* format : {"sam", "cram", "bam,level=1", ""}) {
+  for (const char* format : {"sam", "cram", "sam,level=1", ""}) {
     c = Parse({"-O", format, "in.bam"});
     EXPECT_FALSE(c.ok()) << format;
+  }
+}
+
+// samtools' output format options: level=N overrides -l and -u whatever the
+// order (samtools applies them after opening the output); others are refused.
+TEST(ParseCommandLine, OutputFormatOptionLevel) {
+  absl::StatusOr<Command> c = Parse({"-O", "bam,level=1", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.level, 1);
+  c = Parse({"-O", "BAM,level=9", "-l", "0", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.level, 9);
+  c = Parse({"--output-fmt-option", "level=0", "-l", "9", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.level, 0);
+  c = Parse({"-u", "--output-fmt-option", "level=5", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.level, 5);
+  c = Parse({"-O", "bam,", "-l", "3", "in.bam"});  // An empty option, as samtools allows.
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.level, 3);
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"-O", "bam,level=10"},
+                                             {"-O", "bam,level=x"},
+                                             {"-O", "bam,nthreads=2"},
+                                             {"--output-fmt-option", "nthreads=2"},
+                                             {"--output-fmt-option", "level"},
+                                             {"--output-fmt-option", "level=-1"}}) {
+    std::vector<std::string> line = args;
+    line.push_back("in.bam");
+    c = Parse(line);
+    ASSERT_FALSE(c.ok()) << args[1];
+    EXPECT_TRUE(absl::StrContains(c.status().message(), args[1])) << c.status();
   }
 }
 
