@@ -44,9 +44,12 @@ Sorting (the same values are given to every command):
   --threads N        -@ N [2]
   --mem SIZE         -m SIZE, memory per thread [768M]
   --rocksort PATH    rocksort binary [./build/tools/rocksort]
-  --only WHICH       samtools, rocksort, rocksort-nocompact or all [all];
-                     rocksort-nocompact adds --no-compaction and is skipped
-                     when the binary does not offer it
+  --only WHICH[,...] commands to run, in this order, from samtools, rocksort,
+                     rocksort-nocompact, copy and all (= the first three)
+                     [all]; rocksort-nocompact adds --no-compaction (skipped
+                     under all when the binary does not offer it); copy is
+                     'samtools view -@ N -b' of the input: decoding and
+                     re-encoding without sorting, the floor no sorter beats
   -- ARGS...         extra arguments for rocksort only, before the input
 
 Emulated disk:
@@ -138,10 +141,20 @@ else
   mem_limit_bytes=$((threads * $(to_bytes "$mem") + MEM_SLACK_MIB * MIB))
 fi
 check_run_options
-case $only in
-  samtools | rocksort | rocksort-nocompact | all) ;;
-  *) die "--only: expected samtools, rocksort, rocksort-nocompact or all, got '$only'" ;;
-esac
+# --only as a list of commands, "all" expanded, each once, in order.
+names=()
+IFS=, read -r -a only_words <<<"$only"
+((${#only_words[@]} > 0)) || die "--only: expected a list of commands, got '$only'"
+for word in "${only_words[@]}"; do
+  case $word in
+    all) words=(samtools rocksort rocksort-nocompact) ;;
+    samtools | rocksort | rocksort-nocompact | copy) words=("$word") ;;
+    *) die "--only: expected samtools, rocksort, rocksort-nocompact, copy or all, got '$word'" ;;
+  esac
+  for w in "${words[@]}"; do
+    [[ " ${names[*]} " == *" $w "* ]] || names+=("$w")
+  done
+done
 
 # --- Safety checks --------------------------------------------------------------
 
@@ -180,19 +193,18 @@ ra_orig=$(<"$ra_file")
 
 # --- Commands to compare --------------------------------------------------------
 
-names=()
-case $only in
-  all) names=(samtools rocksort rocksort-nocompact) ;;
-  *) names=("$only") ;;
-esac
 notes=()
-if [[ $only != samtools ]]; then
+if [[ " ${names[*]} " == *" rocksort"* ]]; then
   rocksort=$(resolve_binary rocksort "$rocksort" "build it, or pass --rocksort PATH")
   if [[ " ${names[*]} " == *" rocksort-nocompact "* ]] &&
     ! "$rocksort" --help 2>/dev/null | grep -q -- '--no-compaction'; then
-    [[ $only == all ]] ||
+    [[ ",$only," == *,all,* && ",$only," != *,rocksort-nocompact,* ]] ||
       die "$rocksort --help does not list --no-compaction; can't run rocksort-nocompact"
-    names=(samtools rocksort)
+    kept=()
+    for name in "${names[@]}"; do
+      [[ $name == rocksort-nocompact ]] || kept+=("$name")
+    done
+    names=("${kept[@]}")
     notes+=("rocksort-nocompact skipped: '$rocksort --help' does not list --no-compaction")
   fi
 fi
@@ -311,6 +323,8 @@ make_command() {
     rocksort-nocompact)
       cmd=("$rocksort" -@ "$threads" -m "$mem" -T "$tmp" -o "$out" --no-compaction
         "${extra[@]}" "$input") ;;
+    copy)
+      cmd=("$samtools" view -@ "$threads" -b -o "$out" "$input") ;;
   esac
 }
 
@@ -557,11 +571,17 @@ fi
 status=0
 if ((verify)); then
   echo
-  echo "== Verify (last run's outputs against ${names[0]}'s)"
-  base="$scratch/out.${names[0]}.bam"
+  # The sorts' outputs against the first sort's; copy's is in input order.
+  sorts=()
+  for name in "${names[@]}"; do
+    [[ $name == copy ]] || sorts+=("$name")
+  done
+  ((${#sorts[@]} > 0)) || die "--verify: no sort among the commands"
+  echo "== Verify (last run's outputs against ${sorts[0]}'s)"
+  base="$scratch/out.${sorts[0]}.bam"
   check_bam "$base"
   records_base=$(bam_records "$base" | md5sum)
-  for name in "${names[@]:1}"; do
+  for name in "${sorts[@]:1}"; do
     f="$scratch/out.$name.bam"
     check_bam "$f"
     compare_headers "$name " "$base" "$f" || status=1
@@ -573,7 +593,8 @@ if ((verify)); then
       status=1
     fi
   done
-  ((${#names[@]} > 1)) || echo "  (only one command ran; nothing to compare)"
+  ((${#sorts[@]} > 1)) || echo "  (only one sort ran; nothing to compare)"
+  [[ " ${names[*]} " != *" copy "* ]] || echo "  copy: not compared (its records are in input order)"
 fi
 
 if ((keep)); then

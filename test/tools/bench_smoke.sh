@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of a benchmark harness (tools/bench.sh or tools/bench_hdd.sh) on
-# a 1 MiB input: it runs every command, prints a result row for rocksort, and
-# its --verify finds rocksort's output identical to samtools'. Timing is not
+# a 1 MiB input: it runs every command (bench_hdd.sh: the sorts and the
+# unsorted copy), prints a result row for rocksort, and its --verify finds
+# rocksort's output identical to samtools'. Timing is not
 # checked: the figures come from real runs (docs/benchmarks.md).
 #
 # Usage: bench_smoke.sh bench|bench_hdd ROCKSORT GEN_READS
@@ -38,8 +39,10 @@ case $harness in
     if [[ -e $lock ]] && ! flock -n "$lock" true; then
       skip "another bench_hdd.sh is running"
     fi
-    "$repo/tools/bench_hdd.sh" "${args[@]}" --only all --keep >"$work/out.txt" 2>&1 || {
+    "$repo/tools/bench_hdd.sh" "${args[@]}" --only all,copy --keep >"$work/out.txt" 2>&1 || {
       cat "$work/out.txt"; exit 1; }
+    grep -Eq '^  copy +1 +[0-9.]+ ' "$work/out.txt" ||
+      { cat "$work/out.txt"; echo "bench_smoke: no result row for copy" >&2; exit 1; }
     # The kept timeline: its header, then rows of four numbers (a run this
     # short may end before the first one-second sample).
     timeline="$work/timeline.rocksort.tsv"
