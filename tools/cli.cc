@@ -66,14 +66,22 @@ absl::StatusOr<int> ParseInt(const char* flag, const char* text, int min, int ma
 
 // One of samtools' output format options, from `-O bam,OPTION` or
 // `--output-fmt-option OPTION` (`what` names the argument in messages).
-// rocksort acts on level=N; the others, threads and the options of other
-// formats, are refused rather than ignored.
+// rocksort acts on level=N (the name in any case, as htslib); the others,
+// threads and the options of other formats, are refused rather than ignored.
 absl::Status ParseOutputFormatOption(absl::string_view what, absl::string_view option,
                                      std::optional<int>* level) {
-  absl::string_view value = option;
-  if (!absl::ConsumePrefix(&value, "level=")) {
+  if (!absl::StartsWithIgnoreCase(option, "level=")) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: rocksort supports only the output format option level=N (threads: -@)", what));
+  }
+  const absl::string_view value = option.substr(6);
+  // htslib reads the value with strtol(..., 0): samtools takes level=09 as
+  // octal 0 (an uncompressed file), not 9. Refused rather than guessed.
+  if (value.size() > 1 && value[0] == '0') {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: write the level without a leading zero (samtools would read "
+                        "\"%s\" as an octal number)",
+                        what, value));
   }
   absl::StatusOr<int> parsed = ParseInt("level", std::string(value).c_str(), 0, 9);
   if (!parsed.ok()) {
@@ -172,7 +180,7 @@ std::string Usage() {
       "  --reference FILE  reference FASTA for CRAM input; for SAM text without @SQ\n"
       "                lines, a FASTA index (.fai) naming the references, as samtools\n"
       "  -l INT        output compression level 0..9 [%s]\n"
-      "  -u            uncompressed BAM output (same as -l 0)\n"
+      "  -u            uncompressed BAM output (same as -l 0; the later wins)\n"
       "  --no-PG       do not add a @PG line to the header\n"
       "  --write-index also write an index: OUT.csi, or INDEX for -o OUT##idx##INDEX\n"
       "                (BAI if INDEX ends in .bai), as samtools sort --write-index\n"
@@ -229,7 +237,6 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   o.command_line = absl::StrJoin(args, " ");
   bool output_given = false;
   bool format_given = false;  // -O bam
-  bool uncompressed = false;
   std::optional<int> format_level;  // level=N of -O or --output-fmt-option
 
   optind = 0;  // Full reset of getopt, so tests can parse repeatedly.
@@ -274,8 +281,8 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         o.level = *level;
         break;
       }
-      case 'u':
-        uncompressed = true;
+      case 'u':  // As in samtools, the later of -u and -l wins.
+        o.level = 0;
         break;
       case '@': {
         absl::StatusOr<int> threads = ParseInt("-@", optarg, 0, 1024);
@@ -354,7 +361,6 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
             absl::StrFormat("unknown option %s", argv[optind - 1]));
     }
   }
-  if (uncompressed) o.level = 0;
   if (format_level.has_value()) o.level = *format_level;
   // The budget, threads x -m, must stay a size (ParseSize caps one at 2^62).
   if (o.memory_per_thread > (uint64_t{1} << 62) / static_cast<uint64_t>(o.threads)) {

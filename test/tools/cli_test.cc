@@ -138,13 +138,22 @@ TEST(ParseCommandLine, OutputFormatOptionLevel) {
   c = Parse({"-O", "bam,", "-l", "3", "in.bam"});  // An empty option, as samtools allows.
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->sort.level, 3);
+  c = Parse({"-O", "bam,LEVEL=2", "in.bam"});  // htslib matches the name in any case.
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.level, 2);
+  c = Parse({"-O", "bam,level=0", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.level, 0);
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"-O", "bam,level=10"},
                                              {"-O", "bam,level=x"},
                                              {"-O", "bam,nthreads=2"},
                                              {"--output-fmt-option", "nthreads=2"},
                                              {"--output-fmt-option", "level"},
-                                             {"--output-fmt-option", "level=-1"}}) {
+                                             {"--output-fmt-option", "level=-1"},
+                                             // samtools reads these as octal 0.
+                                             {"-O", "bam,level=09"},
+                                             {"--output-fmt-option", "level=07"}}) {
     std::vector<std::string> line = args;
     line.push_back("in.bam");
     c = Parse(line);
@@ -196,10 +205,14 @@ TEST(ParseCommandLine, BudgetThatOverflowsIsRejected) {
   EXPECT_TRUE(Parse({"-m", "4096T", "-@", "1024", "in.bam"}).ok());
 }
 
+// -u is -l 0, and as in samtools the later of the two wins.
 TEST(ParseCommandLine, UncompressedMeansLevelZero) {
-  absl::StatusOr<Command> c = Parse({"-u", "-l", "7", "in.bam"});
+  absl::StatusOr<Command> c = Parse({"-l", "7", "-u", "in.bam"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->sort.level, 0);
+  c = Parse({"-u", "-l", "7", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.level, 7);
 }
 
 TEST(ParseCommandLine, RejectsNonsenseValues) {
