@@ -49,7 +49,8 @@ Sorting (the same values are given to every command):
                      [all]; rocksort-nocompact adds --no-compaction (skipped
                      under all when the binary does not offer it); copy is
                      'samtools view -@ N -b' of the input: decoding and
-                     re-encoding without sorting, the floor no sorter beats
+                     re-encoding without sorting at samtools' default level,
+                     the floor no sorter beats at that level
   -- ARGS...         extra arguments for rocksort only, before the input
 
 Emulated disk:
@@ -65,9 +66,10 @@ Emulated disk:
 
 Runs:
   --runs K           repeat each command K times; ratios use the medians [1]
-  --verify           check that every output holds the same header (ignoring
-                     @PG lines) and the same records in the same order as the
-                     first command's; exit status 1 if one differs
+  --verify           check that every sort's output holds the same header
+                     (ignoring @PG lines) and the same records in the same
+                     order as the first sort's (copy is not compared); exit
+                     status 1 if one differs
   --workdir DIR      work directory; must be on the block device to emulate
                      [\${TMPDIR:-/tmp}/rocksort-bench]
   --keep             keep the last run's outputs as DIR/out.NAME.bam, what
@@ -208,6 +210,12 @@ if [[ " ${names[*]} " == *" rocksort"* ]]; then
     notes+=("rocksort-nocompact skipped: '$rocksort --help' does not list --no-compaction")
   fi
 fi
+# The sorts, whose outputs --verify compares; copy's is in input order.
+sorts=()
+for name in "${names[@]}"; do
+  [[ $name == copy ]] || sorts+=("$name")
+done
+((verify == 0 || ${#sorts[@]} > 0)) || die "--verify needs a sort in --only; copy is not compared"
 
 # --- Work directory and cleanup -------------------------------------------------
 
@@ -571,12 +579,6 @@ fi
 status=0
 if ((verify)); then
   echo
-  # The sorts' outputs against the first sort's; copy's is in input order.
-  sorts=()
-  for name in "${names[@]}"; do
-    [[ $name == copy ]] || sorts+=("$name")
-  done
-  ((${#sorts[@]} > 0)) || die "--verify: no sort among the commands"
   echo "== Verify (last run's outputs against ${sorts[0]}'s)"
   base="$scratch/out.${sorts[0]}.bam"
   check_bam "$base"
