@@ -2,13 +2,18 @@
 // -----------------------------------------------------------------------------
 // Sort keys for the temporary RocksDB: byte strings whose memcmp order (the
 // order of RocksDB's default BytewiseComparator) equals the record order of
-// `samtools sort` (coordinate mode), with input order as the final
-// tie-breaker, so the sort is stable exactly like samtools'.
+// `samtools sort` 1.23.1 in the chosen SortOrder (sort_order.h), with the
+// record's input index as the last field, so the sort is stable exactly like
+// samtools' (which breaks ties by file, then record index). No comparator
+// runs on the hot path: RocksDB compares bytes.
 //
-// Owns nothing; all functions are pure and thread-safe.
+// KeyEncoder is the interface the loader calls per record; MakeKeyEncoder
+// picks the encoder of an order. docs/key_format.md states each order's
+// layout byte by byte and the longest key it can produce.
 //
-// Coordinate key layout (kCoordinateKeySize = 16 bytes, all big-endian so
-// that memcmp compares them as unsigned integers, most significant first):
+// The coordinate key, below, is fixed at 16 bytes (kCoordinateKeySize, all
+// big-endian so that memcmp compares them as unsigned integers, most
+// significant first):
 //
 //   offset  size  field
 //   0       4     tid, cast to uint32            (-1 = unmapped -> 0xFFFFFFFF)
@@ -25,22 +30,25 @@
 // The strand shares a word with seq, not with pos: pos + 1 then takes all 32
 // bits, so every position BAM can store (int32, up to 2^31 - 1, one more than
 // the spec allows but accepted by htslib and sorted by samtools) has a key.
-// (Up to the seventh session the strand was packed under pos, as in
-// samtools' old uint64 key, which left pos = 2^31 - 1 without one.)
 //
-// This layout is the contract between loader (writes keys) and emitter
-// (reads them back only for diagnostics). Keys live only in a temporary DB
-// owned by one run, but tests pin the bytes: DO NOT CHANGE THE LAYOUT without
-// updating docs/key_format.md and keycodec_test.cc.
+// Keys live only in a temporary DB owned by one run, but tests pin the
+// bytes: DO NOT CHANGE A LAYOUT without updating docs/key_format.md and the
+// tests under test/keycodec/.
+//
+// Encoders are immutable after construction; Append is thread-safe.
 #ifndef ROCKSORT_KEYCODEC_KEYCODEC_H_
 #define ROCKSORT_KEYCODEC_KEYCODEC_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "htslib/sam.h"
+#include "keycodec/sort_order.h"
 
 namespace rocksort::keycodec {
 
@@ -82,6 +90,28 @@ absl::StatusOr<CoordinateKey> DecodeCoordinateKey(absl::string_view bytes);
 // it (tid as unsigned, pos + 1, strand, then input order). Used by tests to
 // check that memcmp on encoded keys agrees with it; not used on the hot path.
 bool SamtoolsCoordinateLess(const CoordinateKey& a, const CoordinateKey& b);
+
+// Appends the sort key of one record to a caller-owned buffer.
+class KeyEncoder {
+ public:
+  virtual ~KeyEncoder() = default;
+
+  // Appends the key of `record`, the `seq`-th record of the input (0-based,
+  // below 2^63), to *key. The key ends with `seq`, so keys of distinct
+  // records differ. InvalidArgument (a message without the read name or
+  // file, which the caller adds) when the record has no key in this order:
+  // a position outside BAM's range, or for template-coordinate a paired
+  // record with a mapped mate but no MC tag, as samtools refuses it.
+  virtual absl::Status Append(const bam1_t& record, uint64_t seq, std::string* key) const = 0;
+
+  // The longest key Append can produce, bytes (for the memory model).
+  virtual size_t max_key_bytes() const = 0;
+};
+
+// The encoder of `order`. `header` is the input's (template-coordinate reads
+// each read group's library, LB, from it); it is not kept.
+absl::StatusOr<std::unique_ptr<KeyEncoder>> MakeKeyEncoder(const SortOrder& order,
+                                                           const sam_hdr_t& header);
 
 }  // namespace rocksort::keycodec
 

@@ -1,33 +1,9 @@
 #include "keycodec/keycodec.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/coding.h"
 
 namespace rocksort::keycodec {
-namespace {
-
-void PutBigEndian32(uint32_t v, char* out) {
-  out[0] = static_cast<char>(v >> 24);
-  out[1] = static_cast<char>(v >> 16);
-  out[2] = static_cast<char>(v >> 8);
-  out[3] = static_cast<char>(v);
-}
-
-void PutBigEndian64(uint64_t v, char* out) {
-  PutBigEndian32(static_cast<uint32_t>(v >> 32), out);
-  PutBigEndian32(static_cast<uint32_t>(v), out + 4);
-}
-
-uint32_t GetBigEndian32(const char* in) {
-  const auto* p = reinterpret_cast<const unsigned char*>(in);
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 |
-         uint32_t{p[3]};
-}
-
-uint64_t GetBigEndian64(const char* in) {
-  return uint64_t{GetBigEndian32(in)} << 32 | GetBigEndian32(in + 4);
-}
-
-}  // namespace
 
 absl::Status CheckCoordinate(int32_t tid, int64_t pos) {
   if (tid < -1) {
@@ -75,6 +51,30 @@ bool SamtoolsCoordinateLess(const CoordinateKey& a, const CoordinateKey& b) {
   if (a.reverse != b.reverse) return !a.reverse;
   // samtools' merge breaks ties by input order.
   return a.seq < b.seq;
+}
+
+namespace {
+
+class CoordinateEncoder : public KeyEncoder {
+ public:
+  absl::Status Append(const bam1_t& record, uint64_t seq, std::string* key) const override {
+    const bam1_core_t& c = record.core;
+    if (absl::Status s = CheckCoordinate(c.tid, c.pos); !s.ok()) return s;
+    char bytes[kCoordinateKeySize];
+    EncodeCoordinateKey({c.tid, c.pos, (c.flag & BAM_FREVERSE) != 0, seq}, bytes);
+    key->append(bytes, sizeof(bytes));
+    return absl::OkStatus();
+  }
+  size_t max_key_bytes() const override { return kCoordinateKeySize; }
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KeyEncoder>> MakeKeyEncoder(const SortOrder& order,
+                                                           const sam_hdr_t& /*header*/) {
+  if (order.is_coordinate()) return std::make_unique<CoordinateEncoder>();
+  return absl::UnimplementedError(
+      absl::StrCat("sort order ", order.Describe(), " is not implemented"));
 }
 
 }  // namespace rocksort::keycodec

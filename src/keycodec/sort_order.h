@@ -1,0 +1,72 @@
+// File: keycodec/sort_order.h
+// -----------------------------------------------------------------------------
+// The order a sort produces, as a value: which of samtools sort's orders
+// (coordinate, -n/-N query name, -t TAG, --template-coordinate) and the @HD
+// header fields samtools 1.23.1 writes for it. The CLI resolves samtools'
+// option combinations into one SortOrder (FromFlags); everything downstream
+// (the key encoder, the output header, whether an index can be written)
+// reads it from here. ../docs/key_format.md describes each order's key.
+//
+// Value type; thread-compatible.
+#ifndef ROCKSORT_KEYCODEC_SORT_ORDER_H_
+#define ROCKSORT_KEYCODEC_SORT_ORDER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace rocksort::keycodec {
+
+// The primary order. With a tag (SortOrder::tag), records sort by the tag's
+// value first and then by kQueryName's order, or by coordinate for any
+// other kind.
+enum class OrderKind {
+  kCoordinate,          // samtools sort (default)
+  kQueryName,           // -n (natural) or -N (lexicographic)
+  kTemplateCoordinate,  // --template-coordinate
+};
+
+struct SortOrder {
+  OrderKind kind = OrderKind::kCoordinate;
+  // Read names compare naturally (-n: digit runs by value) or as bytes
+  // (-N). Matters for kQueryName, alone or as the secondary order of a tag.
+  bool natural = true;
+  // -t TAG: the two-character aux tag that sorts first; empty for none.
+  // REQUIRES (FromFlags ensures it): empty unless kind is kCoordinate or
+  // kQueryName.
+  std::string tag;
+
+  // Resolves samtools sort's flags: `kind` is the last of -n / -N /
+  // --template-coordinate given (kCoordinate if none), `lexicographic`
+  // whether -N was given at all (it switches natural comparison off for
+  // good, so `-N -n` is lexicographic), `tag` the -t argument (empty if
+  // none). As samtools, a tag turns any order but query name into
+  // tag-then-coordinate, and only the tag's first two characters count.
+  // InvalidArgument when the tag has fewer than two characters.
+  static absl::StatusOr<SortOrder> FromFlags(OrderKind kind, bool lexicographic,
+                                             const std::string& tag);
+
+  // Plain coordinate order: the one that can be indexed (--write-index).
+  bool is_coordinate() const { return kind == OrderKind::kCoordinate && tag.empty(); }
+
+  // For -v and messages: "coordinate", "queryname (natural)",
+  // "tag RG, then coordinate", "template-coordinate"...
+  std::string Describe() const;
+
+  friend bool operator==(const SortOrder& a, const SortOrder& b) {
+    return a.kind == b.kind && a.natural == b.natural && a.tag == b.tag;
+  }
+};
+
+// The @HD tags samtools 1.23.1's sort writes for an order (bam_sort.c,
+// set_sort_order). An empty string means the tag is removed.
+struct HeaderSortFields {
+  std::string so;  // SO: coordinate, queryname or unsorted.
+  std::string ss;  // SS: e.g. "queryname:natural", "unsorted:RG:coordinate".
+  std::string go;  // GO: "query" for template-coordinate.
+};
+HeaderSortFields HeaderFieldsFor(const SortOrder& order);
+
+}  // namespace rocksort::keycodec
+
+#endif  // ROCKSORT_KEYCODEC_SORT_ORDER_H_
