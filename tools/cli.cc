@@ -22,10 +22,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/size.h"
 #include "common/status_macros.h"
 #include "htslib/hts.h"
-#include "pipeline/allocator.h"
-#include "pipeline/interrupt.h"
+#include "common/allocator.h"
+#include "common/interrupt.h"
 
 #ifndef ROCKSORT_VERSION
 #define ROCKSORT_VERSION "unknown"
@@ -47,13 +48,6 @@ enum LongOnly {
   kWriteIndex,
   kOutputFmtOption
 };
-
-std::string HumanSize(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"", "K", "M", "G", "T"};
-  int unit = 0;
-  while (unit < 4 && bytes >= 1024 && bytes % 1024 == 0) bytes /= 1024, ++unit;
-  return absl::StrCat(bytes, kUnits[unit]);
-}
 
 absl::StatusOr<int> ParseInt(const char* flag, const char* text, int min, int max) {
   int value = 0;
@@ -116,50 +110,6 @@ long PeakRssKiB() {
 
 }  // namespace
 
-absl::StatusOr<uint64_t> ParseSize(const std::string& text) {
-  std::string number = text;
-  uint64_t multiplier = 1;
-  // "1MB" and "1MiB" mean 1M, powers of 1024 as samtools reads them.
-  for (const char* unit : {"ib", "b"}) {
-    const size_t n = std::strlen(unit);
-    if (number.size() > n + 1 && absl::EndsWithIgnoreCase(number, unit) &&
-        std::strchr("KkMmGgTt", number[number.size() - n - 1]) != nullptr) {
-      number.resize(number.size() - n);
-      break;
-    }
-  }
-  if (!number.empty()) {
-    switch (absl::ascii_toupper(static_cast<unsigned char>(number.back()))) {
-      case 'K': multiplier = uint64_t{1} << 10; break;
-      case 'M': multiplier = uint64_t{1} << 20; break;
-      case 'G': multiplier = uint64_t{1} << 30; break;
-      case 'T': multiplier = uint64_t{1} << 40; break;
-      default: break;
-    }
-    if (multiplier != 1) number.pop_back();
-  }
-  // Only digits with at most one '.', at least one digit: rejects "", "G",
-  // "-1", "1e9", "12Q", " 5".
-  int dots = 0, digits = 0;
-  for (char c : number) {
-    if (c == '.') ++dots;
-    else if (absl::ascii_isdigit(static_cast<unsigned char>(c))) ++digits;
-    else digits = -1000;
-  }
-  double value = 0;
-  if (digits <= 0 || dots > 1 || !absl::SimpleAtod(number, &value)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "invalid size \"%s\": expected a number with an optional K, M, G or T suffix "
-        "(KB or KiB: the same)",
-        text));
-  }
-  const double bytes = std::floor(value * static_cast<double>(multiplier));
-  if (bytes > static_cast<double>(uint64_t{1} << 62)) {
-    return absl::InvalidArgumentError(absl::StrFormat("invalid size \"%s\": too large", text));
-  }
-  return static_cast<uint64_t>(bytes);
-}
-
 std::string Usage() {
   const pipeline::SortOptions d;
   return absl::StrFormat(
@@ -211,7 +161,7 @@ std::string Usage() {
       "  --stats-json FILE  write the statistics as JSON to FILE\n"
       "  -h, --help    print this help and exit\n"
       "  --version     print the version and exit\n",
-      d.level < 0 ? "6" : absl::StrCat(d.level), d.threads, HumanSize(d.memory_per_thread));
+      d.level < 0 ? "6" : absl::StrCat(d.level), d.threads, FormatSize(d.memory_per_thread));
 }
 
 absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_terminal) {
@@ -314,9 +264,9 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         if (std::string(optarg) == "auto") {
           o.disk.reset();
         } else if (std::string(optarg) == "ssd") {
-          o.disk = compaction_policy::DiskKind::kSsd;
+          o.disk = DiskKind::kSsd;
         } else if (std::string(optarg) == "hdd") {
-          o.disk = compaction_policy::DiskKind::kHdd;
+          o.disk = DiskKind::kHdd;
         } else {
           return absl::InvalidArgumentError(
               absl::StrFormat("invalid --disk \"%s\": expected auto, ssd or hdd", optarg));
@@ -366,7 +316,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   if (o.memory_per_thread > (uint64_t{1} << 62) / static_cast<uint64_t>(o.threads)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("-m %s x %d threads is too large a memory budget",
-                        HumanSize(o.memory_per_thread), o.threads));
+                        FormatSize(o.memory_per_thread), o.threads));
   }
 
   const std::vector<std::string> positional(argv + optind, argv + argc);
@@ -446,7 +396,7 @@ std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, doubl
       "  \"wall_seconds\": %.3f,\n  \"cpu_seconds\": %.3f,\n  \"peak_rss_bytes\": %d\n"
       "}\n",
       r.records, r.record_bytes, r.size_hint, r.size_hint_source, r.output_bytes,
-      r.disk == compaction_policy::DiskKind::kHdd ? "hdd" : "ssd", r.disk_request_bytes, r.lanes,
+      r.disk == DiskKind::kHdd ? "hdd" : "ssd", r.disk_request_bytes, r.lanes,
       r.compaction_mode,
       r.adaptive_compaction_started ? "true" : "false", r.runs_flushed, r.flush_bytes,
       r.compactions, r.compaction_bytes, r.write_amplification(),
@@ -482,15 +432,15 @@ int RocksortMain(int argc, char** argv) {
   // naming the file, instead of the process dying with its temporary data.
   signal(SIGXFSZ, SIG_IGN);
   RaiseOpenFileLimit();
-  // Before any thread allocates (pipeline/allocator.h).
-  pipeline::ConfigureAllocator(pipeline::MemoryBudget(command->sort));
+  // Before any thread allocates (common/allocator.h).
+  ConfigureAllocator(pipeline::MemoryBudget(command->sort));
   // Every failure is reported as one line that names the file and record
   // (the loader maps htslib's return codes); htslib's own multi-line
   // diagnostics are shown with -v only.
   hts_set_log_level(command->sort.verbosity > 0 ? HTS_LOG_WARNING : HTS_LOG_OFF);
 
   // Before any thread starts, so all inherit the blocked signal mask.
-  pipeline::InterruptGuard guard;
+  InterruptGuard guard;
   pipeline::SortReport report;
   const absl::Status status = pipeline::RunSort(command->sort, &guard.cancelled(), &guard, &report);
   guard.Disarm();

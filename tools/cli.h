@@ -25,11 +25,6 @@ struct Command {
 std::string ReportJson(const pipeline::SortReport& report, double wall_seconds,
                        double cpu_seconds, long peak_rss_kib);
 
-// Parses a size such as "768M", "2.5G", "4096" or "1T": a decimal number with
-// an optional K/M/G/T suffix (powers of 1024, case-insensitive, as samtools).
-// Strict: anything else, or a value above 2^62, is InvalidArgument.
-absl::StatusOr<uint64_t> ParseSize(const std::string& text);
-
 // Parses argv. InvalidArgument (with a message for the user) on misuse.
 // `stdin_is_terminal` decides whether a missing input means stdin or help.
 absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_terminal);

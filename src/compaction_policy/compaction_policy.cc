@@ -111,7 +111,7 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.memtable_factory = std::make_shared<RunMemTableFactory>();
   o.allow_concurrent_memtable_write = false;
   o.enable_write_thread_adaptive_yield = false;
-  // At most 1 MiB: below the heap's block limit (pipeline/allocator.h), so
+  // At most 1 MiB: below the heap's block limit (common/allocator.h), so
   // the next memtable reuses the blocks of a flushed one from the heap
   // instead of mapping and faulting in fresh pages for all of its bytes.
   o.arena_block_size = std::clamp<uint64_t>(o.write_buffer_size / 8, 64 * kKiB, 1024 * kKiB);

@@ -25,14 +25,10 @@
 #include <cstdint>
 #include <string>
 
+#include "common/disk_info.h"
 #include "rocksdb/options.h"
 
 namespace rocksort::compaction_policy {
-
-enum class DiskKind {
-  kSsd,  // Seeks are cheap: small readahead suffices.
-  kHdd,  // Seeks cost ~10 ms: read each run in multi-MiB chunks.
-};
 
 // How sorted runs are compressed on disk (--run-compression).
 enum class RunCompression {

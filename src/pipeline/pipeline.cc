@@ -25,11 +25,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "compaction_policy/disk_detect.h"
+#include "common/disk_info.h"
 #include "compaction_policy/merge_plan.h"
 #include "emitter/emitter.h"
 #include "loader/loader.h"
-#include "pipeline/allocator.h"
+#include "common/allocator.h"
 #include "pipeline/background_merger.h"
 #include "pipeline/rocksdb_log.h"
 #include "pipeline/temp_db.h"
@@ -299,8 +299,8 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
   const std::string temp_prefix = TempDirPrefix(options);
   // The request size is the device's even when --disk overrides its kind.
   const std::string temp_parent = std::filesystem::path(temp_prefix).parent_path().string();
-  const compaction_policy::DiskDetection detected =
-      compaction_policy::DetectDiskKind(temp_parent.empty() ? "." : temp_parent);
+  const DiskDetection detected =
+      DetectDiskKind(temp_parent.empty() ? "." : temp_parent);
   report->disk = options.disk.value_or(detected.kind);
   report->disk_reason = options.disk.has_value() ? "--disk" : detected.reason;
   report->disk_request_bytes = detected.request_bytes;
@@ -350,7 +350,7 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
     std::fprintf(stderr,
                  "rocksort: disk profile %s (%s; %s); memory budget %llu bytes; size %llu (%s); "
                  "%s\n",
-                 report->disk == compaction_policy::DiskKind::kHdd ? "hdd" : "ssd",
+                 report->disk == DiskKind::kHdd ? "hdd" : "ssd",
                  report->disk_reason.c_str(),
                  report->disk_request_bytes == 0
                      ? "request size unknown"
@@ -374,9 +374,9 @@ absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancel
         "output \"%s\" is the input, which is not a regular file", options.output));
   }
   // The input's own device decides how it is read ahead.
-  const compaction_policy::DiskDetection input_disk =
-      options.input == "-" ? compaction_policy::DiskDetection{}
-                           : compaction_policy::DetectDiskKind(options.input);
+  const DiskDetection input_disk =
+      options.input == "-" ? DiskDetection{}
+                           : DetectDiskKind(options.input);
   ASSIGN_OR_RETURN(
       std::unique_ptr<loader::Input> input,
       loader::Input::Open(options.input, threads,

@@ -25,7 +25,7 @@
 #include "compaction_policy/compaction_policy.h"
 #include "emitter/emitter.h"
 #include "loader/loader.h"
-#include "pipeline/interrupt.h"
+#include "common/interrupt.h"
 
 namespace rocksort::pipeline {
 
@@ -56,8 +56,8 @@ struct SortOptions {
   // pipe). 0 (-s 0, --no-compaction): no background compaction.
   std::optional<uint64_t> size_hint;
   // --disk: the kind of disk under the temporary DB; empty = detect it from
-  // sysfs (compaction_policy/disk_detect.h).
-  std::optional<compaction_policy::DiskKind> disk;
+  // sysfs (common/disk_info.h).
+  std::optional<DiskKind> disk;
   // --run-compression: how the sorted runs are compressed on disk.
   compaction_policy::RunCompression run_compression = compaction_policy::RunCompression::kLz4;
   bool add_pg = true;        // --no-PG clears it.
@@ -71,7 +71,7 @@ struct SortOptions {
 
 // What a sort did, for -v and --stats-json.
 struct SortReport {
-  compaction_policy::DiskKind disk = compaction_policy::DiskKind::kSsd;
+  DiskKind disk = DiskKind::kSsd;
   std::string disk_reason;          // How the disk kind was decided.
   uint64_t disk_request_bytes = 0;  // DiskDetection::request_bytes (0 = unknown).
   // The input had no BGZF EOF marker (it may be truncated at a block

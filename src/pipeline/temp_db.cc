@@ -13,7 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
-#include "pipeline/interrupt.h"
+#include "common/interrupt.h"
 #include "pipeline/rocksdb_log.h"
 #include "rocksdb/convenience.h"
 

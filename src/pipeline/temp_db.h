@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "pipeline/interrupt.h"
+#include "common/interrupt.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 

@@ -18,8 +18,8 @@
 #include "gtest/gtest.h"
 #include "common/record_checksum.h"
 #include "compaction_policy/compaction_policy.h"
-#include "pipeline/allocator.h"
-#include "pipeline/interrupt.h"
+#include "common/allocator.h"
+#include "common/interrupt.h"
 #include "pipeline/rocksdb_log.h"
 #include "pipeline/temp_db.h"
 #include "test_util.h"
@@ -93,11 +93,11 @@ TEST_F(PipelineTest, TinyMemoryFlushesManyRunsAndMergesThemDown) {
   SortOptions o = Options(in, dir_.File("out.bam"));
   o.memory_per_thread = 1 << 20;  // 256 KiB memtables: dozens of runs.
   o.size_hint = 0;                 // No background compaction: all merging is MergeDown's.
-  o.disk = compaction_policy::DiskKind::kHdd;  // Deterministic K, whatever the machine.
+  o.disk = DiskKind::kHdd;  // Deterministic K, whatever the machine.
   compaction_policy::PolicyInput policy;
   policy.memory_budget = o.memory_per_thread;
   policy.allow_compaction = false;
-  policy.disk = compaction_policy::DiskKind::kHdd;
+  policy.disk = DiskKind::kHdd;
   const int max_final_runs = compaction_policy::MakePlan(policy).max_final_runs;
   SortReport report;
   const absl::Status s = RunSort(o, nullptr, nullptr, &report);
@@ -119,7 +119,7 @@ TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
   // (K = 42 on the ssd profile), and the hint says so.
   o.memory_per_thread = 512 << 10;
   o.threads = 2;
-  o.disk = compaction_policy::DiskKind::kSsd;
+  o.disk = DiskKind::kSsd;
   o.size_hint = 64 << 20;
   // Every run compression: merges while loading and after it, then the
   // final merge, all read and write them.
@@ -528,7 +528,7 @@ TEST(VerifyIntegrityTest, AnyDifferenceBetweenLoadedAndEmittedIsDataLoss) {
   EXPECT_FALSE(VerifyIntegrity(loaded, emitted, "o.bam").ok());
 }
 
-// Memtable arena blocks must come from the heap (pipeline/allocator.h) so
+// Memtable arena blocks must come from the heap (common/allocator.h) so
 // that the next memtable reuses a flushed one's blocks: mapped, every
 // memtable faulted in all of its pages afresh (2.8 million page faults and
 // ~36 CPU s on the 2 GiB benchmark, most of them in the loading thread).
@@ -583,7 +583,7 @@ TEST_P(CancelAtPhaseTest, CancellationInEachPhaseLeavesNoOutputAndNoTempData) {
   o.input = in;
   o.output = dir.File("out.bam");
   o.memory_per_thread = 1 << 20;  // Many runs, so merging has work to do.
-  o.disk = compaction_policy::DiskKind::kHdd;
+  o.disk = DiskKind::kHdd;
   o.on_phase = [&](Phase phase) {
     if (phase == GetParam()) cancelled = true;
   };

@@ -1,4 +1,4 @@
-#include "compaction_policy/disk_detect.h"
+#include "common/disk_info.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace rocksort::compaction_policy {
+namespace rocksort {
 namespace {
 
 namespace fs = std::filesystem;
@@ -107,4 +107,4 @@ DiskDetection DetectDiskKind(const std::string& path, const std::string& sysfs_r
   return result;
 }
 
-}  // namespace rocksort::compaction_policy
+}  // namespace rocksort

@@ -1,4 +1,4 @@
-#include "pipeline/allocator.h"
+#include "common/allocator.h"
 
 #include <algorithm>
 #include <climits>
@@ -7,7 +7,7 @@
 #include <malloc.h>
 #endif
 
-namespace rocksort::pipeline {
+namespace rocksort {
 
 void ConfigureAllocator(uint64_t budget_bytes) {
 #ifdef __GLIBC__
@@ -26,4 +26,4 @@ void ReleaseFreedMemory() {
 #endif
 }
 
-}  // namespace rocksort::pipeline
+}  // namespace rocksort

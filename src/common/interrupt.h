@@ -1,4 +1,4 @@
-// File: pipeline/interrupt.h
+// File: common/interrupt.h
 // -----------------------------------------------------------------------------
 // Handling of terminating signals (SIGINT, SIGTERM, SIGHUP, SIGUSR1,
 // SIGUSR2, SIGXCPU, SIGALRM) that never leaves temp data behind.
@@ -18,8 +18,8 @@
 // unregistered once they are gone or committed.
 //
 // Thread-safe.
-#ifndef ROCKSORT_PIPELINE_INTERRUPT_H_
-#define ROCKSORT_PIPELINE_INTERRUPT_H_
+#ifndef ROCKSORT_COMMON_INTERRUPT_H_
+#define ROCKSORT_COMMON_INTERRUPT_H_
 
 #include <atomic>
 #include <functional>
@@ -33,7 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
-namespace rocksort::pipeline {
+namespace rocksort {
 
 class CleanupRegistry {
  public:
@@ -106,6 +106,6 @@ class CancelWatch {
 // from normal threads only.
 void RemovePathQuietly(const std::string& path);
 
-}  // namespace rocksort::pipeline
+}  // namespace rocksort
 
-#endif  // ROCKSORT_PIPELINE_INTERRUPT_H_
+#endif  // ROCKSORT_COMMON_INTERRUPT_H_

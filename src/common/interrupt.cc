@@ -1,4 +1,4 @@
-#include "pipeline/interrupt.h"
+#include "common/interrupt.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace rocksort::pipeline {
+namespace rocksort {
 
 struct InterruptGuard::State {
   std::atomic<bool> cancelled{false};
@@ -158,4 +158,4 @@ void RemovePathQuietly(const std::string& path) {
   std::filesystem::remove_all(path, ec);
 }
 
-}  // namespace rocksort::pipeline
+}  // namespace rocksort

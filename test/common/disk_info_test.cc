@@ -1,4 +1,4 @@
-#include "compaction_policy/disk_detect.h"
+#include "common/disk_info.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "test_util.h"
 
-namespace rocksort::compaction_policy {
+namespace rocksort {
 namespace {
 
 namespace fs = std::filesystem;
@@ -118,4 +118,4 @@ TEST_F(DiskDetectTest, UnknownDeviceFallsBackToSsdWithReason) {
 }
 
 }  // namespace
-}  // namespace rocksort::compaction_policy
+}  // namespace rocksort

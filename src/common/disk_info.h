@@ -1,4 +1,4 @@
-// File: compaction_policy/disk_detect.h
+// File: common/disk_info.h
 // -----------------------------------------------------------------------------
 // Detects whether a directory sits on a rotating disk, from sysfs: the block
 // device of the directory's filesystem (/sys/dev/block/MAJ:MIN), its parent
@@ -9,14 +9,20 @@
 // the combined limits of their parts).
 //
 // Thread-safe (reads files only).
-#ifndef ROCKSORT_COMPACTION_POLICY_DISK_DETECT_H_
-#define ROCKSORT_COMPACTION_POLICY_DISK_DETECT_H_
+#ifndef ROCKSORT_COMMON_DISK_INFO_H_
+#define ROCKSORT_COMMON_DISK_INFO_H_
 
 #include <string>
 
-#include "compaction_policy/compaction_policy.h"
+#include <cstdint>
 
-namespace rocksort::compaction_policy {
+namespace rocksort {
+
+enum class DiskKind {
+  kSsd,  // Seeks are cheap: small readahead suffices.
+  kHdd,  // Seeks cost ~10 ms: read each run in multi-MiB chunks.
+};
+
 
 struct DiskDetection {
   DiskKind kind = DiskKind::kSsd;
@@ -40,6 +46,6 @@ struct DiskDetection {
 // there. `sysfs_root` is "/sys" except in tests.
 DiskDetection DetectDiskKind(const std::string& path, const std::string& sysfs_root = "/sys");
 
-}  // namespace rocksort::compaction_policy
+}  // namespace rocksort
 
-#endif  // ROCKSORT_COMPACTION_POLICY_DISK_DETECT_H_
+#endif  // ROCKSORT_COMMON_DISK_INFO_H_

@@ -1,4 +1,4 @@
-// File: pipeline/allocator.h
+// File: common/allocator.h
 // -----------------------------------------------------------------------------
 // How the process asks glibc's malloc for memory, and gives it back.
 //
@@ -20,12 +20,12 @@
 // buffers in heaps nothing trimmed).
 //
 // Both functions do nothing on a C library other than glibc.
-#ifndef ROCKSORT_PIPELINE_ALLOCATOR_H_
-#define ROCKSORT_PIPELINE_ALLOCATOR_H_
+#ifndef ROCKSORT_COMMON_ALLOCATOR_H_
+#define ROCKSORT_COMMON_ALLOCATOR_H_
 
 #include <cstdint>
 
-namespace rocksort::pipeline {
+namespace rocksort {
 
 // Blocks below this size come from the heap; larger ones are mapped for
 // their own lifetime. Above every recurring buffer of a sort at a moderate
@@ -46,6 +46,6 @@ void ConfigureAllocator(uint64_t budget_bytes);
 // calls it at phase boundaries, once a phase's buffers are freed.
 void ReleaseFreedMemory();
 
-}  // namespace rocksort::pipeline
+}  // namespace rocksort
 
-#endif  // ROCKSORT_PIPELINE_ALLOCATOR_H_
+#endif  // ROCKSORT_COMMON_ALLOCATOR_H_
