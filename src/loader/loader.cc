@@ -21,7 +21,7 @@
 #include "common/record_checksum.h"
 #include "common/status_macros.h"
 #include "keycodec/keycodec.h"
-#include "loader/bam_record.h"
+#include "record/record.h"
 #include "rocksdb/write_batch.h"
 
 namespace rocksort::loader {
@@ -296,7 +296,7 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
 
   LoadStats stats;
   RecordChecksum checksum;
-  EncodedRecord encoded;
+  record::EncodedRecord encoded;
   char key_bytes[keycodec::kCoordinateKeySize];
   rocksdb::Slice value_slices[6];
   const rocksdb::Slice key_slice(key_bytes, sizeof(key_bytes));
@@ -366,7 +366,7 @@ absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
     if (absl::Status s = keycodec::CheckCoordinate(c.tid, c.pos); !s.ok()) {
       return RecordError(input, record_number, record.get(), s.message());
     }
-    if (absl::Status s = EncodeBamRecord(*record, &encoded); !s.ok()) {
+    if (absl::Status s = record::EncodeRecord(*record, &encoded); !s.ok()) {
       return RecordError(input, record_number, nullptr, s.message());
     }
     keycodec::EncodeCoordinateKey(

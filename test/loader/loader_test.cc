@@ -11,7 +11,6 @@
 #include "gtest/gtest.h"
 #include "htslib/bgzf.h"
 #include "keycodec/keycodec.h"
-#include "loader/bam_record.h"
 #include "rocksdb/db.h"
 #include "test_util.h"
 
@@ -19,99 +18,6 @@ namespace rocksort::loader {
 namespace {
 
 using ::rocksort::testing::ScratchDir;
-
-struct BamDeleter {
-  void operator()(bam1_t* b) const { bam_destroy1(b); }
-};
-using BamPtr = std::unique_ptr<bam1_t, BamDeleter>;
-
-BamPtr MakeRecord(const std::string& name, uint16_t flag, int32_t tid, int64_t pos,
-                  const std::vector<uint32_t>& cigar, const std::string& seq,
-                  const std::string& aux = "") {
-  BamPtr b(bam_init1());
-  std::string qual(seq.size(), 30);
-  const int r = bam_set1(b.get(), name.size(), name.c_str(), flag, tid, pos, 60, cigar.size(),
-                         cigar.data(), -1, -1, 0, seq.size(), seq.c_str(), qual.c_str(),
-                         aux.size());
-  EXPECT_GE(r, 0);
-  if (!aux.empty()) {
-    std::memcpy(b->data + b->l_data, aux.data(), aux.size());
-    b->l_data += static_cast<int>(aux.size());
-  }
-  return b;
-}
-
-// What htslib's bam_write1 writes for `b`: the reference for our encoder.
-std::string HtslibEncoding(const bam1_t& b) {
-  ScratchDir dir;
-  const std::string path = dir.File("rec.bgzf");
-  BGZF* out = bgzf_open(path.c_str(), "wu");
-  EXPECT_GE(bam_write1(out, &b), 0);
-  EXPECT_EQ(bgzf_close(out), 0);
-  BGZF* in = bgzf_open(path.c_str(), "r");
-  std::string bytes;
-  char buf[1 << 16];
-  ssize_t n;
-  while ((n = bgzf_read(in, buf, sizeof(buf))) > 0) bytes.append(buf, n);
-  bgzf_close(in);
-  return bytes;
-}
-
-std::string OurEncoding(const bam1_t& b) {
-  EncodedRecord encoded;
-  absl::Status s = EncodeBamRecord(b, &encoded);
-  EXPECT_TRUE(s.ok()) << s;
-  std::string out;
-  encoded.AppendTo(&out);
-  EXPECT_EQ(out.size(), encoded.total_size);
-  return out;
-}
-
-TEST(BamRecord, EncodingEqualsHtslibForPlainRecord) {
-  // A 5-character name makes htslib pad it with extra NULs in memory.
-  BamPtr b = MakeRecord("read1", 0x10, 0, 100, {bam_cigar_gen(4, BAM_CMATCH)}, "ACGT",
-                        std::string("NMC\x02", 4));
-  ASSERT_GT(b->core.l_extranul, 0);
-  EXPECT_EQ(OurEncoding(*b), HtslibEncoding(*b));
-}
-
-TEST(BamRecord, EncodingEqualsHtslibForUnmappedRecord) {
-  BamPtr b = MakeRecord("unmapped/1", 0x4, -1, -1, {}, "NNNNACGT");
-  EXPECT_EQ(OurEncoding(*b), HtslibEncoding(*b));
-}
-
-TEST(BamRecord, RecordsLargerThan64KiBAreEncodedWhole) {
-  const std::string seq(100000, 'A');
-  BamPtr b = MakeRecord("big", 0, 2, 5, {bam_cigar_gen(100000, BAM_CMATCH)}, seq,
-                        "XZZ" + std::string(70000, 'x') + std::string(1, '\0'));
-  const std::string ours = OurEncoding(*b);
-  EXPECT_GT(ours.size(), 200000u);
-  EXPECT_EQ(ours, HtslibEncoding(*b));
-}
-
-TEST(BamRecord, CigarOver65535OpsMovesToCgTag) {
-  std::vector<uint32_t> cigar;
-  std::string seq;
-  for (int i = 0; i < 40000; ++i) {
-    cigar.push_back(bam_cigar_gen(1, BAM_CMATCH));
-    cigar.push_back(bam_cigar_gen(1, BAM_CINS));
-    seq += "AC";
-  }
-  BamPtr b = MakeRecord("longcigar", 0, 0, 1000, cigar, seq, std::string("NMC\x07", 4));
-  ASSERT_EQ(b->core.n_cigar, 80000u);
-  const std::string ours = OurEncoding(*b);
-  EXPECT_EQ(ours, HtslibEncoding(*b));
-  EXPECT_NE(ours.find("CGBI"), std::string::npos);
-}
-
-TEST(BamRecord, RejectsReadNameLongerThan254) {
-  BamPtr b = MakeRecord("x", 4, -1, -1, {}, "A");
-  // bam_set1 refuses long names, so lengthen the stored name directly.
-  b->core.l_qname = 300;
-  b->core.l_extranul = 0;
-  EncodedRecord encoded;
-  EXPECT_EQ(EncodeBamRecord(*b, &encoded).code(), absl::StatusCode::kInvalidArgument);
-}
 
 class LoaderTest : public ::testing::Test {
  protected:
