@@ -1,7 +1,13 @@
+// File: keycodec/coordinate_key.cc
+// -----------------------------------------------------------------------------
+// The coordinate key (16 bytes, layout in keycodec.h) and MakeKeyEncoder,
+// which picks the encoder of a SortOrder; the other orders' encoders live in
+// name_key.cc, tag_key.cc and template_coordinate_key.cc.
 #include "keycodec/keycodec.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/coding.h"
+#include "keycodec/key_parts_internal.h"
 
 namespace rocksort::keycodec {
 
@@ -71,10 +77,30 @@ class CoordinateEncoder : public KeyEncoder {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<KeyEncoder>> MakeKeyEncoder(const SortOrder& order,
-                                                           const sam_hdr_t& /*header*/) {
-  if (order.is_coordinate()) return std::make_unique<CoordinateEncoder>();
-  return absl::UnimplementedError(
-      absl::StrCat("sort order ", order.Describe(), " is not implemented"));
+                                                           const sam_hdr_t& header) {
+  if (!order.tag.empty()) {
+    if (order.tag.size() != 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sort tag \"", order.tag, "\" does not have two characters"));
+    }
+    if (order.kind == OrderKind::kTemplateCoordinate) {
+      // SortOrder::FromFlags turns -t with --template-coordinate into
+      // tag-then-coordinate, as samtools does.
+      return absl::InvalidArgumentError(
+          "a sort tag is followed by coordinate or query-name order, not template-coordinate");
+    }
+    return internal::MakeTagEncoder(order);
+  }
+  switch (order.kind) {
+    case OrderKind::kCoordinate:
+      return std::make_unique<CoordinateEncoder>();
+    case OrderKind::kQueryName:
+      return internal::MakeNameEncoder(order.natural);
+    case OrderKind::kTemplateCoordinate:
+      return internal::MakeTemplateCoordinateEncoder(header);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown sort order ", static_cast<int>(order.kind)));
 }
 
 }  // namespace rocksort::keycodec

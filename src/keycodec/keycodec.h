@@ -8,8 +8,10 @@
 // runs on the hot path: RocksDB compares bytes.
 //
 // KeyEncoder is the interface the loader calls per record; MakeKeyEncoder
-// picks the encoder of an order. docs/key_format.md states each order's
-// layout byte by byte and the longest key it can produce.
+// picks the encoder of an order: coordinate (below), query name natural or
+// lexicographic (name_key.cc), tag then coordinate or name (tag_key.cc),
+// template-coordinate (template_coordinate_key.cc). docs/key_format.md
+// states each order's layout byte by byte and the longest key it produces.
 //
 // The coordinate key, below, is fixed at 16 bytes (kCoordinateKeySize, all
 // big-endian so that memcmp compares them as unsigned integers, most
@@ -100,16 +102,26 @@ class KeyEncoder {
   // below 2^63), to *key. The key ends with `seq`, so keys of distinct
   // records differ. InvalidArgument (a message without the read name or
   // file, which the caller adds) when the record has no key in this order:
-  // a position outside BAM's range, or for template-coordinate a paired
-  // record with a mapped mate but no MC tag, as samtools refuses it.
+  // a position outside BAM's range (coordinate and tag-then-coordinate), a
+  // read name over 254 bytes (orders that encode the name), or for
+  // template-coordinate a paired record with a mapped mate but no MC tag,
+  // an MC or MI tag that is not a string, as samtools refuses them. On
+  // error *key is unchanged.
   virtual absl::Status Append(const bam1_t& record, uint64_t seq, std::string* key) const = 0;
 
-  // The longest key Append can produce, bytes (for the memory model).
+  // The longest key Append produces, bytes (for the memory model): exact for
+  // coordinate and name orders. For -t on a Z/H tag and for
+  // template-coordinate (MI) it assumes that string is at most 1024 bytes;
+  // a longer one makes a longer key, still correctly ordered
+  // (docs/key_format.md).
   virtual size_t max_key_bytes() const = 0;
 };
 
 // The encoder of `order`. `header` is the input's (template-coordinate reads
-// each read group's library, LB, from it); it is not kept.
+// each read group's library, LB, from it; htslib may parse its text lazily,
+// so no other thread may use it during the call); it is not kept.
+// InvalidArgument for an order SortOrder::FromFlags cannot produce (a tag
+// that is not two characters, or a tag with template-coordinate).
 absl::StatusOr<std::unique_ptr<KeyEncoder>> MakeKeyEncoder(const SortOrder& order,
                                                            const sam_hdr_t& header);
 

@@ -1,7 +1,14 @@
+// File: keycodec/sort_order.cc
+// -----------------------------------------------------------------------------
+// SortOrder from samtools sort's flags, its description, and the @HD fields
+// samtools 1.23.1 writes for it (HeaderFieldsFor, ApplySortOrder, after
+// bam_sort.c's set_sort_order), so that rocksort's output header is
+// samtools' byte for byte.
 #include "keycodec/sort_order.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "htslib/sam.h"
 
 namespace rocksort::keycodec {
 namespace {
@@ -66,6 +73,48 @@ HeaderSortFields HeaderFieldsFor(const SortOrder& order) {
       break;
   }
   return f;
+}
+
+namespace {
+
+// samtools' sam_hdr_update_sort: update the @HD line, or add one when there is
+// none (sam_hdr_update_line returns -1 then). The tags are passed as
+// NULL-terminated varargs, as htslib wants them.
+template <typename... Tags>
+bool UpdateOrAddHd(sam_hdr_t* h, Tags... tags) {
+  constexpr const char* kEnd = nullptr;
+  return !(sam_hdr_update_line(h, "HD", kEnd, kEnd, tags..., kEnd) == -1 &&
+           sam_hdr_add_line(h, "HD", "VN", kAddedHeaderVersion, tags..., kEnd) == -1);
+}
+
+}  // namespace
+
+absl::Status ApplySortOrder(const SortOrder& order, sam_hdr_t* header) {
+  const HeaderSortFields f = HeaderFieldsFor(order);
+  const char* so = f.so.c_str();
+  const char* go = f.go.c_str();
+  const char* ss = f.ss.c_str();
+  bool ok;
+  if (f.ss.empty() && f.go.empty()) {
+    ok = UpdateOrAddHd(header, "SO", so);
+  } else if (f.go.empty()) {
+    ok = UpdateOrAddHd(header, "SO", so, "SS", ss);
+  } else if (f.ss.empty()) {
+    ok = UpdateOrAddHd(header, "SO", so, "GO", go);
+  } else {
+    ok = UpdateOrAddHd(header, "SO", so, "GO", go, "SS", ss);
+  }
+  if (!ok) {
+    return absl::InternalError(
+        absl::StrCat("htslib failed to set the @HD sort order to SO:", f.so));
+  }
+  if (f.go.empty() && sam_hdr_remove_tag_hd(header, "GO") == -1) {
+    return absl::InternalError("htslib failed to remove GO from the @HD line");
+  }
+  if (f.ss.empty() && sam_hdr_remove_tag_hd(header, "SS") == -1) {
+    return absl::InternalError("htslib failed to remove SS from the @HD line");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace rocksort::keycodec

@@ -2,7 +2,8 @@
 // -----------------------------------------------------------------------------
 // The order a sort produces, as a value: which of samtools sort's orders
 // (coordinate, -n/-N query name, -t TAG, --template-coordinate) and the @HD
-// header fields samtools 1.23.1 writes for it. The CLI resolves samtools'
+// header fields samtools 1.23.1 writes for it (HeaderFieldsFor;
+// ApplySortOrder writes them into a header). The CLI resolves samtools'
 // option combinations into one SortOrder (FromFlags); everything downstream
 // (the key encoder, the output header, whether an index can be written)
 // reads it from here. ../docs/key_format.md describes each order's key.
@@ -13,7 +14,9 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "htslib/sam.h"
 
 namespace rocksort::keycodec {
 
@@ -66,6 +69,19 @@ struct HeaderSortFields {
   std::string go;  // GO: "query" for template-coordinate.
 };
 HeaderSortFields HeaderFieldsFor(const SortOrder& order);
+
+// The VN that samtools 1.23.1 writes in an @HD line it adds (its htslib's
+// SAM_FORMAT_VERSION). Fixed here so that the linked htslib cannot change it.
+inline constexpr char kAddedHeaderVersion[] = "1.6";
+
+// Sets the @HD sort fields of `header` for `order` exactly as samtools
+// 1.23.1's set_sort_order: SO (and SS, GO when the order has them) are
+// updated in place in an existing @HD line, keeping VN and the order of the
+// other tags (new tags go at the end, in the order SO, GO, SS); without an
+// @HD line, "@HD VN:1.6 SO:... [GO:...] [SS:...]" is added. GO and SS are
+// then removed if the order does not set them. Internal (htslib's text)
+// when htslib fails.
+absl::Status ApplySortOrder(const SortOrder& order, sam_hdr_t* header);
 
 }  // namespace rocksort::keycodec
 
