@@ -2,8 +2,8 @@
 # Builds rocksort with a sanitizer and runs tests or fuzzers under it.
 #
 #   bash scripts/sanitize.sh asan           # ASan+UBSan: every ctest test (build-asan/)
-#   bash scripts/sanitize.sh tsan           # TSan: emitter, loader, pipeline and
-#                                           # end-to-end tests (build-tsan/)
+#   bash scripts/sanitize.sh tsan           # TSan: output, loader, store, pipeline
+#                                           # and end-to-end tests (build-tsan/)
 #   bash scripts/sanitize.sh fuzz [SECONDS] # clang, libFuzzer+ASan+UBSan: each fuzz
 #                                           # target for SECONDS [60] (build-fuzz/)
 #
@@ -56,10 +56,11 @@ run_asan() {
 
 run_tsan() {
   local build="$repo/build-tsan"
-  local tests=(emitter_test loader_test pipeline_test end_to_end_test)
+  local tests=(output/output_test loader/loader_test store/store_test pipeline/pipeline_test
+               end_to_end/end_to_end_test)
   cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DROCKSORT_TSAN=ON -DROCKSORT_BUILD_TESTS=ON >/dev/null
-  cmake --build "$build" -j "$jobs" --target rocksort gen_reads "${tests[@]}"
+  cmake --build "$build" -j "$jobs" --target rocksort gen_reads "${tests[@]##*/}"
   fresh_tmp "$build"
   local reports="$build/tsan-reports"
   rm -rf "$reports"

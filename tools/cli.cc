@@ -95,19 +95,6 @@ void RaiseOpenFileLimit() {
   }
 }
 
-double CpuSeconds() {
-  struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
-         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-long PeakRssKiB() {
-  struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss;
-}
-
 }  // namespace
 
 std::string Usage() {
@@ -274,11 +261,11 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         break;
       case kRunCompression:
         if (std::string(optarg) == "lz4") {
-          o.run_compression = compaction_policy::RunCompression::kLz4;
+          o.run_compression = store::RunCompression::kLz4;
         } else if (std::string(optarg) == "snappy") {
-          o.run_compression = compaction_policy::RunCompression::kSnappy;
+          o.run_compression = store::RunCompression::kSnappy;
         } else if (std::string(optarg) == "zstd") {
-          o.run_compression = compaction_policy::RunCompression::kZstd;
+          o.run_compression = store::RunCompression::kZstd;
         } else {
           return absl::InvalidArgumentError(absl::StrFormat(
               "invalid --run-compression \"%s\": expected lz4, snappy or zstd", optarg));
@@ -376,38 +363,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   return command;
 }
 
-std::string ReportJson(const pipeline::SortReport& r, double wall_seconds, double cpu_seconds,
-                       long peak_rss_kib) {
-  return absl::StrFormat(
-      "{\n"
-      "  \"records\": %d,\n  \"uncompressed_bytes\": %d,\n  \"size_hint_bytes\": %d,\n"
-      "  \"size_hint_source\": \"%s\",\n  \"output_bytes\": %d,\n"
-      "  \"disk_profile\": \"%s\",\n  \"disk_request_bytes\": %d,\n"
-      "  \"lanes\": %d,\n  \"compaction_mode\": \"%s\",\n"
-      "  \"adaptive_compaction_started\": %s,\n"
-      "  \"runs_flushed\": %d,\n  \"flush_bytes\": %d,\n  \"compactions\": %d,\n"
-      "  \"compaction_bytes\": %d,\n  \"write_amplification\": %.3f,\n"
-      "  \"runs_after_load_per_lane\": [%s],\n"
-      "  \"intermediate_merges\": %d,\n  \"intermediate_merge_bytes\": %d,\n"
-      "  \"runs_at_final_merge\": %d,\n"
-      "  \"runs_at_final_merge_per_lane\": [%s],\n"
-      "  \"final_readahead_bytes\": %d,\n  \"peak_temp_bytes\": %d,\n"
-      "  \"load_seconds\": %.3f,\n  \"merge_seconds\": %.3f,\n  \"emit_seconds\": %.3f,\n"
-      "  \"wall_seconds\": %.3f,\n  \"cpu_seconds\": %.3f,\n  \"peak_rss_bytes\": %d\n"
-      "}\n",
-      r.records, r.record_bytes, r.size_hint, r.size_hint_source, r.output_bytes,
-      r.disk == DiskKind::kHdd ? "hdd" : "ssd", r.disk_request_bytes, r.lanes,
-      r.compaction_mode,
-      r.adaptive_compaction_started ? "true" : "false", r.runs_flushed, r.flush_bytes,
-      r.compactions, r.compaction_bytes, r.write_amplification(),
-      absl::StrJoin(r.runs_after_load_per_lane, ", "), r.intermediate_merges,
-      r.intermediate_merge_bytes, r.runs_merged(), absl::StrJoin(r.runs_merged_per_lane, ", "),
-      r.final_readahead, r.peak_temp_bytes, r.load_seconds, r.merge_seconds, r.emit_seconds,
-      wall_seconds, cpu_seconds, static_cast<int64_t>(peak_rss_kib) * 1024);
-}
-
 int RocksortMain(int argc, char** argv) {
-  const absl::Time start = absl::Now();
   absl::StatusOr<Command> command = ParseCommandLine(argc, argv, isatty(STDIN_FILENO) != 0);
   if (!command.ok()) {
     std::fprintf(stderr, "rocksort: %s\n\n%s", std::string(command.status().message()).c_str(),
@@ -441,8 +397,13 @@ int RocksortMain(int argc, char** argv) {
 
   // Before any thread starts, so all inherit the blocked signal mask.
   InterruptGuard guard;
+  pipeline::SortObserver observer;
+  observer.on_notice = [](const std::string& line) {
+    std::fprintf(stderr, "rocksort: %s\n", line.c_str());
+  };
   pipeline::SortReport report;
-  const absl::Status status = pipeline::RunSort(command->sort, &guard.cancelled(), &guard, &report);
+  const absl::Status status =
+      pipeline::RunSort(command->sort, &guard.cancelled(), &guard, observer, &report);
   guard.Disarm();
   // A signal that arrives after the output was committed does not undo it.
   if (!status.ok() && guard.signal_number() != 0) {
@@ -462,34 +423,13 @@ int RocksortMain(int argc, char** argv) {
                  command->sort.input == "-" ? "stdin" : command->sort.input.c_str(),
                  static_cast<unsigned long long>(report.records));
   }
-  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   if (command->sort.verbosity > 0) {
-    std::fprintf(
-        stderr,
-        "rocksort: %llu records, %llu bytes uncompressed (planned with %llu: %s), "
-        "%llu bytes written\n"
-        "rocksort: runs flushed %d (%llu bytes), compactions %d (%llu bytes, write "
-        "amplification %.2f), runs after loading %s, intermediate merges %d (%llu bytes), "
-        "runs at final merge %d (readahead %zu KiB), peak temp %llu bytes\n"
-        "rocksort: load %.2f s, merge %.2f s, emit %.2f s\n"
-        "rocksort: version %s; command line: %s\n"
-        "rocksort: real time %.2f s, CPU %.2f s, peak RSS %.1f MiB\n",
-        static_cast<unsigned long long>(report.records),
-        static_cast<unsigned long long>(report.record_bytes),
-        static_cast<unsigned long long>(report.size_hint), report.size_hint_source.c_str(),
-        static_cast<unsigned long long>(report.output_bytes), report.runs_flushed,
-        static_cast<unsigned long long>(report.flush_bytes), report.compactions,
-        static_cast<unsigned long long>(report.compaction_bytes), report.write_amplification(),
-        absl::StrJoin(report.runs_after_load_per_lane, "+").c_str(), report.intermediate_merges,
-        static_cast<unsigned long long>(report.intermediate_merge_bytes), report.runs_merged(),
-        report.final_readahead / 1024,
-        static_cast<unsigned long long>(report.peak_temp_bytes), report.load_seconds,
-        report.merge_seconds, report.emit_seconds, ROCKSORT_VERSION,
-        command->sort.command_line.c_str(), wall, CpuSeconds(), PeakRssKiB() / 1024.0);
+    std::fprintf(stderr, "rocksort: version %s; command line: %s\n%s", ROCKSORT_VERSION,
+                 command->sort.command_line.c_str(), report.ToText().c_str());
   }
   if (!command->stats_json.empty()) {
     FILE* f = std::fopen(command->stats_json.c_str(), "w");
-    const std::string json = ReportJson(report, wall, CpuSeconds(), PeakRssKiB());
+    const std::string json = report.ToJson();
     if (f == nullptr || std::fputs(json.c_str(), f) < 0 || std::fclose(f) != 0) {
       std::fprintf(stderr, "rocksort: can't write statistics to \"%s\": %s\n",
                    command->stats_json.c_str(), std::strerror(errno));

@@ -21,10 +21,6 @@ struct Command {
   std::string stats_json;  // --stats-json FILE; empty = none.
 };
 
-// The statistics of a finished sort as a JSON object (--stats-json).
-std::string ReportJson(const pipeline::SortReport& report, double wall_seconds,
-                       double cpu_seconds, long peak_rss_kib);
-
 // Parses argv. InvalidArgument (with a message for the user) on misuse.
 // `stdin_is_terminal` decides whether a missing input means stdin or help.
 absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_terminal);

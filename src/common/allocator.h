@@ -29,7 +29,7 @@ namespace rocksort {
 
 // Blocks below this size come from the heap; larger ones are mapped for
 // their own lifetime. Above every recurring buffer of a sort at a moderate
-// budget (arena blocks are capped at 1 MiB by compaction_policy, file
+// budget (arena blocks are capped at 1 MiB by the store's options plan, file
 // buffers are 1 MiB, merge readahead ~1 MiB); one-off buffers such as the
 // final merge's readahead (up to 16 MiB) stay mapped, and leave the RSS
 // when freed.

@@ -1,7 +1,8 @@
 // File: common/record_checksum.h
 // -----------------------------------------------------------------------------
 // An order-independent checksum of a multiset of records, computed once on
-// the way into the temporary DB (loader) and once on the way out (emitter):
+// the way into the temporary store (loader) and once on the way out (the
+// pipeline's emit loop):
 // if any record is lost, duplicated or altered in between, the sums differ
 // and the run fails instead of writing a plausible but wrong BAM.
 //

@@ -18,18 +18,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "common/errors.h"
+#include "common/hts_handles.h"
 #include "common/record_checksum.h"
 #include "common/status_macros.h"
-#include "keycodec/keycodec.h"
+#include "loader/readahead_internal.h"
 #include "record/record.h"
-#include "rocksdb/write_batch.h"
 
 namespace rocksort::loader {
 namespace {
-
-struct BamDeleter {
-  void operator()(bam1_t* b) const { bam_destroy1(b); }
-};
 
 absl::Status RecordError(const Input& input, uint64_t record_number,
                          const bam1_t* b, absl::string_view what) {
@@ -104,10 +101,25 @@ std::pair<uint64_t, int> LocateReadError(const std::string& path, int64_t resume
   return result;
 }
 
-absl::Status FromRocks(const Input& input, const rocksdb::Status& s) {
-  return absl::InternalError(
-      absl::StrCat(input.name(), ": writing to the temporary database failed: ",
-                   s.ToString()));
+// Tells htslib to use `reference` for `file` (CRAM decoding, or the @SQ
+// lines of SAM text without them). SAM text takes the references of a
+// header without @SQ lines from a FASTA index (name and length per line),
+// not from the FASTA: use the FASTA's index when it has one, as CRAM would.
+absl::Status UseReference(htsFile* file, const std::string& name, const std::string& reference) {
+  if (::access(reference.c_str(), R_OK) != 0) {
+    return ErrnoStatus(errno, absl::StrFormat("can't open the reference \"%s\"", reference));
+  }
+  std::string aux = reference;
+  if (hts_get_format(file)->format == sam && !absl::EndsWith(reference, ".fai") &&
+      ::access((reference + ".fai").c_str(), R_OK) == 0) {
+    aux = reference + ".fai";
+  }
+  if (hts_set_fai_filename(file, aux.c_str()) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: can't use the reference \"%s\" (not FASTA, or no index can be made)", name,
+        reference));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -119,12 +131,8 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   const std::string name = is_stdin ? "stdin" : path;
   struct stat input_stat;
   if (!is_stdin) {
-    if (stat(path.c_str(), &input_stat) != 0) {
-      const int err = errno;
-      const std::string msg =
-          absl::StrFormat("can't open \"%s\": %s", path, std::strerror(err));
-      return err == ENOENT ? absl::NotFoundError(msg)
-                           : absl::PermissionDeniedError(msg);
+    if (::stat(path.c_str(), &input_stat) != 0) {
+      return ErrnoStatus(errno, absl::StrFormat("can't open \"%s\"", path));
     }
     if (S_ISDIR(input_stat.st_mode)) {
       return absl::InvalidArgumentError(
@@ -137,29 +145,25 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   const bool regular_file = !is_stdin && S_ISREG(input_stat.st_mode);
   int fd = -1;
   errno = 0;
-  htsFile* file = nullptr;
+  HtsFilePtr file;
   if (regular_file) {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      return absl::PermissionDeniedError(
-          absl::StrFormat("can't open \"%s\": %s", path, std::strerror(errno)));
-    }
+    if (fd < 0) return ErrnoStatus(errno, absl::StrFormat("can't open \"%s\"", path));
     hFILE* hfile = hdopen(fd, "r");  // Owns fd from here on.
     if (hfile == nullptr) {
       const int err = errno;
       ::close(fd);
-      return absl::ResourceExhaustedError(
-          absl::StrFormat("can't open \"%s\": %s", path, std::strerror(err)));
+      return ErrnoStatus(err, absl::StrFormat("can't open \"%s\"", path));
     }
     errno = 0;
-    file = hts_hopen(hfile, path.c_str(), "r");
+    file.reset(hts_hopen(hfile, path.c_str(), "r"));
     if (file == nullptr) {
       const int err = errno;
       hclose_abruptly(hfile);
       errno = err;
     }
   } else {
-    file = hts_open(path.c_str(), "r");
+    file.reset(hts_open(path.c_str(), "r"));
   }
   if (file == nullptr) {
     const int err = errno;
@@ -168,44 +172,20 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
         "can't open \"%s\": %s", name,
         err != 0 && err != ENOEXEC ? std::strerror(err) : "not a SAM, BAM or CRAM file"));
   }
-  const htsFormatCategory category = hts_get_format(file)->category;
+  const htsFormatCategory category = hts_get_format(file.get())->category;
+  const htsExactFormat format = hts_get_format(file.get())->format;
   if (category != sequence_data) {
-    hts_close(file);
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: not an alignment file (SAM, BAM or CRAM)", name));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: not an alignment file (SAM, BAM or CRAM)", name));
   }
-  const htsExactFormat format = hts_get_format(file)->format;
   if (format != sam && format != bam && format != cram) {
-    hts_close(file);
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: %s, not an alignment file (SAM, BAM or CRAM)", name,
         format == fastq_format ? "FASTQ" : format == fasta_format ? "FASTA" : "unknown format"));
   }
-  if (!reference.empty()) {
-    if (::access(reference.c_str(), R_OK) != 0) {
-      const int err = errno;
-      hts_close(file);
-      return absl::NotFoundError(absl::StrFormat("can't open the reference \"%s\": %s",
-                                                 reference, std::strerror(err)));
-    }
-    // SAM text takes the references of a header without @SQ lines from a
-    // FASTA index (name and length per line), not from the FASTA: use the
-    // FASTA's index when it has one, as CRAM would.
-    std::string aux = reference;
-    if (format == sam && !absl::EndsWith(reference, ".fai") &&
-        ::access((reference + ".fai").c_str(), R_OK) == 0) {
-      aux = reference + ".fai";
-    }
-    if (hts_set_fai_filename(file, aux.c_str()) != 0) {
-      hts_close(file);
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: can't use the reference \"%s\" (not FASTA, or no index can be made)", name,
-          reference));
-    }
-  }
-  sam_hdr_t* header = sam_hdr_read(file);
+  if (!reference.empty()) RETURN_IF_ERROR(UseReference(file.get(), name, reference));
+  HeaderPtr header(sam_hdr_read(file.get()));
   if (header == nullptr) {
-    hts_close(file);
     return absl::DataLossError(
         absl::StrFormat("%s: can't read the header (truncated or corrupt)", name));
   }
@@ -221,20 +201,19 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   if (threads > 1 && regular_file) {
     int r = 0;
     if (format == cram) {
-      r = hts_set_threads(file, threads);
+      r = hts_set_threads(file.get(), threads);
       threaded = true;
     } else if (bgzf_blocks) {
       r = bgzf_mt(file->fp.bgzf, threads, 256);
       threaded = true;
     }
     if (r != 0) {
-      sam_hdr_destroy(header);
-      hts_close(file);
       return absl::ResourceExhaustedError(
           absl::StrFormat("%s: can't start %d decode threads", name, threads));
     }
   }
-  std::unique_ptr<Input> input(new Input(path, name, file, header, threaded));
+  std::unique_ptr<Input> input(
+      new Input(path, name, file.release(), header.release(), threaded));
   if (regular_file) {
     const uint64_t chunk = std::max<uint64_t>(readahead_chunk, 4096);
     const uint64_t window = std::max<uint64_t>(chunk, uint64_t{16} << 20);
@@ -243,6 +222,11 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   }
   return input;
 }
+
+Input::Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header,
+             bool threaded)
+    : path_(std::move(path)), name_(std::move(name)), file_(file), header_(header),
+      threaded_(threaded) {}
 
 Input::~Input() {
   readahead_.reset();  // Before the descriptor it watches is closed.
@@ -285,114 +269,76 @@ uint64_t EstimateUncompressedSize(const std::string& path) {
   return estimate;
 }
 
-absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
-                                      const LoadOptions& options) {
-  std::unique_ptr<bam1_t, BamDeleter> record(bam_init1());
-  if (record == nullptr) return absl::ResourceExhaustedError("out of memory");
+RecordReader::RecordReader(Input& input, const keycodec::KeyEncoder& keys, uint64_t first_seq)
+    : input_(input), keys_(keys), first_seq_(first_seq), record_(bam_init1(), bam_destroy1) {
+  htsFile* const file = input_.file();
+  if (file->is_bgzf && file->fp.bgzf != nullptr) next_offset_ = bgzf_tell(file->fp.bgzf);
+}
 
-  rocksdb::WriteOptions write_options;
-  write_options.disableWAL = true;  // Scratch data: the input is the log.
-  rocksdb::WriteBatch batch(options.batch_bytes + (size_t{1} << 20));
+absl::Status RecordReader::ReadError(int code) {
+  uint64_t record_number = stats_.records + 1;
+  if (input_.threaded()) {
+    // Threads decode ahead and drop what they queued: re-read (only a
+    // regular file; Open does not thread other inputs) from the first
+    // record not delivered to find the one that fails.
+    const std::pair<uint64_t, int> located =
+        LocateReadError(input_.path(), next_offset_, record_number);
+    if (located.first != 0) std::tie(record_number, code) = located;
+  }
+  // htslib's own reason (which field, which reference) is logged with -v
+  // only: a failure is one line.
+  return absl::DataLossError(
+      absl::StrFormat("%s: record %d: %s (htslib error %d; -v shows htslib's reason)",
+                      input_.name(), record_number, DescribeReadError(code, input_.file()), code));
+}
 
-  LoadStats stats;
-  RecordChecksum checksum;
-  record::EncodedRecord encoded;
-  char key_bytes[keycodec::kCoordinateKeySize];
-  rocksdb::Slice value_slices[6];
-  const rocksdb::Slice key_slice(key_bytes, sizeof(key_bytes));
-  const rocksdb::SliceParts key_parts(&key_slice, 1);
-
-  // The lane being filled, and how many entries its active memtable held
-  // after the last batch: fewer after a write means RocksDB sealed the
-  // memtable (switched to a new one) while applying it.
-  const std::vector<rocksdb::ColumnFamilyHandle*> lanes =
-      options.lanes.empty() ? std::vector<rocksdb::ColumnFamilyHandle*>{db->DefaultColumnFamily()}
-                            : options.lanes;
-  size_t lane = 0;
-  uint64_t lane_entries = 0;
-  auto flush_batch = [&]() -> absl::Status {
-    if (batch.Count() == 0) return absl::OkStatus();
-    rocksdb::Status s = db->Write(write_options, &batch);
-    if (!s.ok()) return FromRocks(input, s);
-    if (lanes.size() > 1) {
-      uint64_t entries = 0;
-      db->GetIntProperty(lanes[lane], rocksdb::DB::Properties::kNumEntriesActiveMemTable,
-                         &entries);
-      if (entries <= lane_entries) {
-        lane = (lane + 1) % lanes.size();
-        db->GetIntProperty(lanes[lane], rocksdb::DB::Properties::kNumEntriesActiveMemTable,
-                           &entries);
-      }
-      lane_entries = entries;
-    }
-    batch.Clear();
-    if (options.cancelled != nullptr &&
-        options.cancelled->load(std::memory_order_relaxed)) {
-      return absl::CancelledError("interrupted while loading");
-    }
-    if (options.after_batch) return options.after_batch(stats.records);
-    return absl::OkStatus();
-  };
-
-  // Virtual offset of the next record, for LocateReadError.
-  htsFile* const file = input.file();
-  const bool has_offsets = file->is_bgzf && file->fp.bgzf != nullptr;
-  int64_t next_offset = has_offsets ? bgzf_tell(file->fp.bgzf) : -1;
-  auto read_error = [&](int code) {
-    uint64_t record_number = stats.records + 1;
-    if (input.threaded()) {
-      // Threads decode ahead and drop what they queued: re-read (only a
-      // regular file; Open does not thread other inputs) from the first
-      // record not delivered to find the one that fails.
-      const std::pair<uint64_t, int> located =
-          LocateReadError(input.path(), next_offset, record_number);
-      if (located.first != 0) std::tie(record_number, code) = located;
-    }
-    // htslib's own reason (which field, which reference) is logged with -v
-    // only: a failure is one line.
-    return absl::DataLossError(
-        absl::StrFormat("%s: record %d: %s (htslib error %d; -v shows htslib's reason)",
-                        input.name(), record_number, DescribeReadError(code, input.file()), code));
-  };
-  for (;;) {
-    const int r = sam_read1(input.file(), input.mutable_header(), record.get());
+absl::StatusOr<size_t> RecordReader::ReadBatch(size_t max_bytes, record::KeyedRecordSink& sink) {
+  if (record_ == nullptr) return absl::ResourceExhaustedError("out of memory");
+  htsFile* const file = input_.file();
+  size_t added = 0;
+  size_t bytes = 0;
+  while (!ended_ && bytes < max_bytes) {
+    const int r = sam_read1(file, input_.mutable_header(), record_.get());
     if (r == -1) {  // End of stream, unless the BGZF layer says otherwise.
-      if (BgzfFailed(input.file())) return read_error(-2);
+      if (BgzfFailed(file)) return ReadError(-2);
+      ended_ = true;
+      stats_.checksum = checksum_.value();
+      // htslib notes a missing BGZF EOF block or CRAM EOF container when it
+      // reaches the end, from a file (threaded or not) or a pipe alike.
+      stats_.missing_eof_marker =
+          (next_offset_ >= 0 && file->fp.bgzf->no_eof_block) ||
+          (hts_get_format(file)->format == cram && cram_eof(file->fp.cram) == 2);
       break;
     }
-    const uint64_t record_number = stats.records + 1;
-    if (r < -1) return read_error(r);
-    const bam1_core_t& c = record->core;
-    if (absl::Status s = keycodec::CheckCoordinate(c.tid, c.pos); !s.ok()) {
-      return RecordError(input, record_number, record.get(), s.message());
+    if (r < -1) return ReadError(r);
+    const uint64_t record_number = stats_.records + 1;
+    key_.clear();
+    if (absl::Status s = keys_.Append(*record_, first_seq_ + stats_.records, &key_); !s.ok()) {
+      return RecordError(input_, record_number, record_.get(), s.message());
     }
-    if (absl::Status s = record::EncodeRecord(*record, &encoded); !s.ok()) {
-      return RecordError(input, record_number, nullptr, s.message());
+    if (absl::Status s = record::EncodeRecord(*record_, &encoded_); !s.ok()) {
+      return RecordError(input_, record_number, nullptr, s.message());
     }
-    keycodec::EncodeCoordinateKey(
-        {c.tid, c.pos, (c.flag & BAM_FREVERSE) != 0, stats.records}, key_bytes);
-    for (int i = 0; i < encoded.num_parts; ++i) {
-      value_slices[i] =
-          rocksdb::Slice(encoded.parts[i].data(), encoded.parts[i].size());
-      checksum.AddPiece(encoded.parts[i].data(), encoded.parts[i].size());
+    for (int i = 0; i < encoded_.num_parts; ++i) {
+      checksum_.AddPiece(encoded_.parts[i].data(), encoded_.parts[i].size());
     }
-    checksum.EndRecord();
-    rocksdb::Status s = batch.Put(
-        lanes[lane], key_parts, rocksdb::SliceParts(value_slices, encoded.num_parts));
-    if (!s.ok()) return FromRocks(input, s);
-    ++stats.records;
-    stats.record_bytes += encoded.total_size;
-    if (has_offsets) next_offset = bgzf_tell(file->fp.bgzf);
-    if (batch.GetDataSize() >= options.batch_bytes) RETURN_IF_ERROR(flush_batch());
+    checksum_.EndRecord();
+    RETURN_IF_ERROR(sink.Add(key_, encoded_));
+    ++stats_.records;
+    ++added;
+    stats_.record_bytes += encoded_.total_size;
+    bytes += encoded_.total_size + key_.size();
+    if (next_offset_ >= 0) next_offset_ = bgzf_tell(file->fp.bgzf);
   }
-  RETURN_IF_ERROR(flush_batch());
-  stats.checksum = checksum.value();
-  // htslib notes a missing BGZF EOF block or CRAM EOF container when it
-  // reaches the end, from a file (threaded or not) or a pipe alike.
-  stats.missing_eof_marker =
-      (has_offsets && file->fp.bgzf->no_eof_block) ||
-      (hts_get_format(file)->format == cram && cram_eof(file->fp.cram) == 2);
-  return stats;
+  return added;
+}
+
+uint64_t InputReadaheadChunk(uint64_t request_bytes, uint64_t max_read_bytes) {
+  uint64_t chunk = uint64_t{2} << 20;
+  if (max_read_bytes != 0) chunk = std::min(chunk, max_read_bytes);
+  // Whole requests, at least one.
+  if (request_bytes != 0 && chunk > request_bytes) chunk -= chunk % request_bytes;
+  return chunk;
 }
 
 }  // namespace rocksort::loader

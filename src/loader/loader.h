@@ -1,15 +1,15 @@
 // File: loader/loader.h
 // -----------------------------------------------------------------------------
 // Reads alignment records (SAM text, BAM, SAM.gz or CRAM: whatever htslib
-// reads) from a file or stdin and writes each one to the temporary RocksDB:
-// key = keycodec coordinate key (with the record's input index as the
-// tie-breaker), value = the record's exact BAM encoding (loader/bam_record.h).
-// Writes go in large WriteBatches without WAL (the DB is scratch: a crash
-// loses nothing that the input does not still hold).
+// reads) from a file or stdin, in batches: each record is keyed
+// (keycodec::KeyEncoder, with its input index as the last field), encoded
+// as it is stored (record::EncodeRecord) and handed to a
+// record::KeyedRecordSink, the temporary store's writer. The loader knows
+// nothing of what the sink does with them.
 //
-// Owns: the htsFile and header of the input (Input). Does not own the DB.
-// Thread-safety: an Input is used by one thread; htslib runs its own decode
-// threads behind it.
+// Owns: the htsFile and header of the input (Input). Does not own the sink.
+// Thread-safety: an Input and its RecordReader are used by one thread;
+// htslib runs its own decode threads behind them.
 #ifndef ROCKSORT_LOADER_LOADER_H_
 #define ROCKSORT_LOADER_LOADER_H_
 
@@ -21,11 +21,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/record_checksum.h"
 #include "htslib/sam.h"
-#include "loader/readahead.h"
-#include "rocksdb/db.h"
+#include "keycodec/keycodec.h"
+#include "record/record.h"
 
 namespace rocksort::loader {
+
+class SequentialReadahead;  // readahead_internal.h
 
 // An opened alignment input and its header.
 class Input {
@@ -63,48 +66,18 @@ class Input {
   bool threaded() const { return threaded_; }
 
  private:
-  Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header,
-        bool threaded)
-      : path_(std::move(path)), name_(std::move(name)), file_(file), header_(header),
-        threaded_(threaded) {}
+  Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header, bool threaded);
 
   std::string path_;   // As given; "-" for stdin.
   std::string name_;
   htsFile* file_;      // Owned; closed in the destructor.
   sam_hdr_t* header_;  // Owned; destroyed in the destructor.
   // Decompression runs ahead in htslib threads. Their errors surface late
-  // (records already queued are dropped), so on a read error LoadRecords
+  // (records already queued are dropped), so on a read error RecordReader
   // re-reads a regular file single-threaded to name the exact record.
   bool threaded_;
   // Regular files only: reads the file ahead in large requests.
   std::unique_ptr<SequentialReadahead> readahead_;
-};
-
-struct LoadOptions {
-  // A WriteBatch is written once it holds this many bytes. Large batches keep
-  // the per-write cost of RocksDB (write thread hand-off, memtable switch
-  // checks) negligible; the batch itself is reused, so this is also the
-  // loader's own memory use.
-  // Default: 4 MiB.
-  size_t batch_bytes = size_t{4} << 20;
-
-  // Column families to spread the records over ("lanes",
-  // compaction_policy.h). Batches go to one lane until RocksDB seals that
-  // lane's memtable (it was full: a sorted run is being flushed), then to the
-  // next, so the lanes receive runs in turn. (RocksDB seals a full memtable
-  // at the start of the next write, so the batch of that write starts the
-  // lane's next run; at the end each lane may hold one such short run.)
-  // Empty = the default column family only. Not owned.
-  std::vector<rocksdb::ColumnFamilyHandle*> lanes;
-
-  // Polled between batches; when it becomes true LoadRecords stops and
-  // returns Cancelled. May be null.
-  const std::atomic<bool>* cancelled = nullptr;
-
-  // Called after every batch written, with the records loaded so far; an
-  // error stops loading with that error. May be empty. The pipeline uses it
-  // to switch compaction on adaptively and to sample temp disk usage.
-  std::function<absl::Status(uint64_t records)> after_batch;
 };
 
 // Estimates the uncompressed BAM size of the input at `path` from its file
@@ -125,14 +98,49 @@ struct LoadStats {
   bool missing_eof_marker = false;
 };
 
-// Reads every remaining record of `input` and writes it to `db`.
-// REQUIRES: `db` is open and empty, with a bytewise comparator.
-// Errors: DataLoss for truncated or corrupt input, InvalidArgument for a
-// record BAM cannot hold, Internal for a RocksDB failure (RocksDB's text),
-// Cancelled when `options.cancelled` was set. Each message names the input
-// and the 1-based record number.
-absl::StatusOr<LoadStats> LoadRecords(Input& input, rocksdb::DB* db,
-                                      const LoadOptions& options);
+// Reads the records of an Input in batches.
+class RecordReader {
+ public:
+  // Reads from `input` and keys records with `keys`; both must outlive
+  // this reader. The first record gets input index `first_seq`.
+  RecordReader(Input& input, const keycodec::KeyEncoder& keys, uint64_t first_seq = 0);
+
+  // Reads records and adds each, with its key, to `sink` until the records
+  // and keys added hold at least `max_bytes` or the input ends. Returns the
+  // number added: 0 once the input has ended.
+  // Errors: DataLoss for truncated or corrupt input, InvalidArgument for a
+  // record BAM cannot hold or the order cannot key, and whatever the sink
+  // returns. Each message names the input and the 1-based record number.
+  absl::StatusOr<size_t> ReadBatch(size_t max_bytes, record::KeyedRecordSink& sink);
+
+  // What was read so far; complete once ReadBatch returned 0.
+  const LoadStats& stats() const { return stats_; }
+
+ private:
+  absl::Status ReadError(int code);
+
+  Input& input_;
+  const keycodec::KeyEncoder& keys_;
+  const uint64_t first_seq_;
+  LoadStats stats_;
+  RecordChecksum checksum_;
+  bool ended_ = false;
+  // Virtual offset of the next record (BGZF input), for locating a read
+  // error the decode threads reported late; -1 without offsets.
+  int64_t next_offset_ = -1;
+  std::unique_ptr<bam1_t, void (*)(bam1_t*)> record_;
+  record::EncodedRecord encoded_;
+  std::string key_;
+};
+
+// Bytes per readahead request of an input file (SequentialReadahead): up to
+// 2 MiB, made of whole device requests (`request_bytes`: 2 x 1016 KiB on a
+// virtio disk, where 2 MiB would be three requests, the third of 16 KiB),
+// and no more than the kernel reads for one POSIX_FADV_WILLNEED
+// (`max_read_bytes`, max_sectors_kb: it truncates a longer one, which would
+// leave a hole that the reader then reads in small requests). 0 = unknown,
+// for either. See common/disk_info.h.
+uint64_t InputReadaheadChunk(uint64_t request_bytes, uint64_t max_read_bytes);
 
 }  // namespace rocksort::loader
 

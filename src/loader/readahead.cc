@@ -1,4 +1,4 @@
-#include "loader/readahead.h"
+#include "loader/readahead_internal.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,39 +1,43 @@
 // File: pipeline/pipeline.h
 // -----------------------------------------------------------------------------
-// One coordinate sort, end to end:
-//   open input (loader) -> create partial output + temporary DB (TempDb,
-//   OutputFile) -> load every record (loader) -> flush and, if there are more
-//   sorted runs than the final merge can read within the memory budget,
-//   merge them down -> stream the DB out as BAM (emitter) -> check the record
-//   count -> commit the output -> destroy the DB.
-// On any error the destructors remove the partial output and the DB.
+// One sort, end to end, in four phases:
+//   open:  the input (loader), the output header (the order's @HD, @PG), the
+//          partial output file (output), the temporary store (store);
+//   load:  read a batch of keyed records into the store, commit it, repeat;
+//   merge: let the store settle its sorted runs (store::FinishLoading);
+//   emit:  stream the store's sorted reader into the output sink, check the
+//          record count and checksum, commit the output, destroy the store.
+// On any error the destructors remove the partial output and the store.
+// The library prints nothing: what the user should see reaches the caller
+// through SortObserver and the SortReport.
 //
-// Thread-safety: RunSort may be called from one thread at a time per
-// options; it starts its own threads.
+// Thread-safety: RunSort may be called from one thread at a time; it starts
+// its own threads.
 #ifndef ROCKSORT_PIPELINE_PIPELINE_H_
 #define ROCKSORT_PIPELINE_PIPELINE_H_
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "compaction_policy/compaction_policy.h"
-#include "emitter/emitter.h"
-#include "loader/loader.h"
+#include "common/disk_info.h"
 #include "common/interrupt.h"
+#include "keycodec/sort_order.h"
+#include "store/store.h"
 
 namespace rocksort::pipeline {
 
 enum class Phase { kLoad, kMerge, kEmit };
+const char* PhaseName(Phase phase);
 
 struct SortOptions {
   std::string input = "-";   // Path, or "-" for stdin.
   std::string output = "-";  // Path, or "-" for stdout.
+  keycodec::SortOrder order;
   // --reference: FASTA for decoding CRAM input (and @SQ lines for SAM text
   // that has none), as samtools' --reference. Empty: htslib's own lookup
   // (the header's UR, REF_PATH, REF_CACHE).
@@ -47,7 +51,7 @@ struct SortOptions {
   // values below 1 mean 1 (samtools counts "additional" threads the same way).
   int threads = 1;
   uint64_t memory_per_thread = uint64_t{768} << 20;  // -m, bytes.
-  int level = -1;            // -l 0..9, -1 = default; -u sets 0.
+  int level = -1;  // -l 0..9, -1 = default; -u sets 0.
   // -T: where the temporary DB goes. An existing directory gets
   // DIR/rocksort.XXXXXX, anything else is a prefix: PREFIX.rocksort.XXXXXX.
   // Empty: beside the output file, or in $TMPDIR (else ".") for stdout.
@@ -59,62 +63,78 @@ struct SortOptions {
   // sysfs (common/disk_info.h).
   std::optional<DiskKind> disk;
   // --run-compression: how the sorted runs are compressed on disk.
-  compaction_policy::RunCompression run_compression = compaction_policy::RunCompression::kLz4;
+  store::RunCompression run_compression = store::RunCompression::kLz4;
   bool add_pg = true;        // --no-PG clears it.
   std::string command_line;  // For the @PG CL field.
   std::string version;       // For the @PG VN field.
-  int verbosity = 0;         // -v: plan and statistics on stderr.
-  // Called as each phase starts, on the calling thread (-v progress, tests
-  // that interrupt a given phase). May be empty.
-  std::function<void(Phase)> on_phase;
+  int verbosity = 0;         // -v: notices about the plan and the run.
 };
 
-// What a sort did, for -v and --stats-json.
+// What the caller hears while a sort runs. Each member may be empty.
+struct SortObserver {
+  // A phase starts; called on the calling thread (progress, tests that
+  // interrupt a given phase).
+  std::function<void(Phase)> on_phase;
+  // One line for the user, without a trailing newline: warnings always,
+  // plan and progress notices with verbosity > 0. Called from any thread.
+  std::function<void(const std::string&)> on_notice;
+};
+
+// CPU time of one group of threads (named alike: "rocksort" for the main
+// thread, "rs-decode" for htslib's decoders, "rs-bgzf" for compressors,
+// "rocksdb:low"/"rocksdb:high" for RocksDB's pools) within one phase.
+struct ThreadUsage {
+  std::string group;
+  int threads = 0;
+  double cpu_seconds = 0;
+};
+
+struct PhaseReport {
+  Phase phase = Phase::kLoad;
+  double seconds = 0;
+  std::vector<ThreadUsage> threads;
+};
+
+// What a sort did, for -v and --stats-json. ToText and ToJson render the
+// same facts.
 struct SortReport {
+  std::string order;                // SortOrder::Describe().
   DiskKind disk = DiskKind::kSsd;
   std::string disk_reason;          // How the disk kind was decided.
   uint64_t disk_request_bytes = 0;  // DiskDetection::request_bytes (0 = unknown).
+  uint64_t memory_budget = 0;       // threads x -m.
+  uint64_t size_hint = 0;           // The size the store planned with (0 = unknown).
+  std::string size_hint_source;     // "-s", "estimated from the input file", ...
+  std::string temp_dir;
   // The input had no BGZF EOF marker (it may be truncated at a block
   // boundary); the CLI warns after a successful sort.
   bool input_missing_eof_marker = false;
-  uint64_t size_hint = 0;           // The size the policy planned with (0 = unknown).
-  std::string size_hint_source;     // "-s", "estimated from the file", "none".
-  std::string compaction_mode;      // "off", "planned" or "adaptive".
-  int lanes = 1;                    // Column families the runs were spread over.
-  bool adaptive_compaction_started = false;
   uint64_t records = 0;
-  uint64_t record_bytes = 0;        // Uncompressed BAM record bytes (the real -s).
-  uint64_t output_bytes = 0;        // Compressed bytes written.
-  int runs_flushed = 0;             // Memtable flushes, i.e. sorted runs created.
-  uint64_t flush_bytes = 0;         // Bytes those flushes wrote.
-  int compactions = 0;              // Background compactions plus intermediate merges.
-  uint64_t compaction_bytes = 0;    // Bytes they wrote (both kinds).
-  int intermediate_merges = 0;      // Merges rocksort ran after loading.
-  uint64_t intermediate_merge_bytes = 0;  // Bytes they wrote (part of compaction_bytes).
-  std::vector<int> runs_after_load_per_lane;  // Runs per lane when loading ended.
-  std::vector<int> runs_merged_per_lane;  // Runs read by the final merge, per lane.
-  size_t final_readahead = 0;
-  uint64_t peak_temp_bytes = 0;     // Largest total SST size seen (SstFileManager).
-  double load_seconds = 0;
-  double merge_seconds = 0;         // Flush, compaction wait, intermediate merges.
-  double emit_seconds = 0;
+  uint64_t record_bytes = 0;  // Uncompressed BAM record bytes (the real -s).
+  uint64_t output_bytes = 0;  // Compressed bytes written.
+  store::StoreReport store;
+  std::vector<PhaseReport> phases;
+  // The whole process, measured when RunSort returns.
+  double wall_seconds = 0;
+  double cpu_seconds = 0;
+  uint64_t peak_rss_bytes = 0;
 
-  // Runs read by the final merge.
-  int runs_merged() const {
-    return std::accumulate(runs_merged_per_lane.begin(), runs_merged_per_lane.end(), 0);
-  }
-
-  // Bytes written to the temporary DB per byte flushed (1.0 = no merging).
-  double write_amplification() const {
-    return flush_bytes == 0 ? 0.0
-                            : static_cast<double>(flush_bytes + compaction_bytes) / flush_bytes;
-  }
+  double phase_seconds(Phase phase) const;
+  // The -v summary: several lines, each starting "rocksort: ", ending "\n".
+  std::string ToText() const;
+  // The same as one JSON object.
+  std::string ToJson() const;
 };
 
-// End-to-end integrity check: OK when the emitter wrote exactly the records
-// the loader read (count, bytes and order-independent checksum), otherwise
+// End-to-end integrity check: OK when the sink got exactly the records the
+// loader read (count, bytes and order-independent checksum), otherwise
 // DataLoss naming `output_name`.
-absl::Status VerifyIntegrity(const loader::LoadStats& loaded, const emitter::EmitStats& emitted,
+struct RecordTally {
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;
+};
+absl::Status VerifyIntegrity(const RecordTally& loaded, const RecordTally& emitted,
                              const std::string& output_name);
 
 // The memory budget B of a sort: threads (at least 1) x memory_per_thread.
@@ -123,11 +143,13 @@ uint64_t MemoryBudget(const SortOptions& options);
 // The temporary directory prefix RunSort uses for `options` (see temp_prefix).
 std::string TempDirPrefix(const SortOptions& options);
 
-// Sorts options.input into options.output by coordinate.
-// `cancelled` (may be null) stops the sort with Cancelled; `registry`
-// (may be null) learns every path to remove on a forced exit.
+// Sorts options.input into options.output. `cancelled` (may be null) stops
+// the sort with Cancelled; `registry` (may be null) learns every path to
+// remove on a forced exit. `report` (may be null) is filled as far as the
+// sort got, also on failure.
 absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancelled,
-                     CleanupRegistry* registry, SortReport* report);
+                     CleanupRegistry* registry, const SortObserver& observer,
+                     SortReport* report);
 
 }  // namespace rocksort::pipeline
 

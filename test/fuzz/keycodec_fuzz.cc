@@ -1,5 +1,5 @@
 // libFuzzer target for src/keycodec: the coordinate key is the contract
-// between loader and emitter, so every property the sort relies on is checked
+// between the loader and the store, so every property the sort relies on is checked
 // here on fuzzer-chosen keys, not only on the hand-picked ones of
 // keycodec_test.cc:
 //

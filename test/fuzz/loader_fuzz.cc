@@ -1,18 +1,17 @@
-// libFuzzer target for src/loader: the fuzzer's bytes are an input file
-// (SAM, BAM, SAM.gz, CRAM or anything else htslib may take them for), opened
-// with loader::Input::Open and loaded with loader::LoadRecords into a fresh
-// RocksDB that lives in memory (rocksdb::NewMemEnv), with the options the
-// real sort uses for a small budget (compaction_policy::MakePlan), so that
-// the vector memtable and flushes are the production ones.
+// libFuzzer target for src/loader and src/record: the fuzzer's bytes are an
+// input file (SAM, BAM, SAM.gz, CRAM or anything else htslib may take them
+// for), opened with loader::Input::Open and read with loader::RecordReader
+// in small batches into a sink that checks every keyed record as it comes.
 //
 // Checked for every input:
-//   * Open and LoadRecords return a Status; they never crash, leak or touch
+//   * Open and ReadBatch return a Status; they never crash, leak or touch
 //     memory out of bounds (ASan, UBSan and LeakSanitizer watch that);
-//   * when loading succeeds, the DB holds exactly the reported records and
-//     bytes, keys are well-formed coordinate keys in strictly increasing
-//     order, and every value is a self-consistent BAM record: block_size + 4
-//     is the value size, the variable-length fields fit in it, and the
-//     record's tid, pos, strand and input index are the ones in its key.
+//   * every record added is a self-consistent BAM record: block_size + 4
+//     is its size, the variable-length fields fit in it, and its tid, pos,
+//     strand and input index are the ones in its coordinate key; it decodes
+//     (record::DecodeRecord) and encodes again to the same bytes;
+//   * when reading succeeds, the records and bytes added are the ones
+//     reported, and the input indexes run 0, 1, 2...
 // A violated check calls __builtin_trap(), which libFuzzer reports as a crash
 // and saves the input.
 //
@@ -31,20 +30,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "compaction_policy/compaction_policy.h"
 #include "htslib/hts.h"
 #include "keycodec/keycodec.h"
 #include "loader/loader.h"
-#include "rocksdb/db.h"
-#include "rocksdb/env.h"
-#include "rocksdb/iterator.h"
-#include "rocksdb/options.h"
+#include "record/record.h"
 
 namespace rocksort::loader {
 namespace {
-
-// The DB path inside the in-memory Env; nothing is created on disk.
-constexpr char kDbPath[] = "/loader_fuzz/db";
 
 void Check(bool condition) {
   if (!condition) __builtin_trap();
@@ -113,58 +105,61 @@ void CheckRecord(absl::string_view key_bytes, absl::string_view value, uint64_t 
   Check(v[36 + l_read_name - 1] == '\0');
 }
 
+// Checks each record as the loader adds it.
+class CheckingSink : public record::KeyedRecordSink {
+ public:
+  absl::Status Add(absl::string_view key, const record::EncodedRecord& encoded) override {
+    value_.clear();
+    encoded.AppendTo(&value_);
+    Check(value_.size() == encoded.total_size);
+    CheckRecord(key, value_, ~uint64_t{0});
+    Check(keycodec::DecodeCoordinateKey(key)->seq == records);
+    Check(record::DecodeRecord(value_, decoded_.get()).ok());
+    record::EncodedRecord again;
+    Check(record::EncodeRecord(*decoded_, &again).ok());
+    again_.clear();
+    again.AppendTo(&again_);
+    Check(again_ == value_);
+    ++records;
+    bytes += value_.size();
+    return absl::OkStatus();
+  }
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+
+ private:
+  std::string value_;
+  std::string again_;
+  std::unique_ptr<bam1_t, void (*)(bam1_t*)> decoded_{bam_init1(), bam_destroy1};
+};
+
 void FuzzOne(const uint8_t* data, size_t size) {
   const std::string& path = WriteInput(data, size);
   // Single-threaded decoding keeps runs reproducible.
   absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(path, 1);
   if (!input.ok()) return;
-
-  // The smallest budget the CLI allows: 256 KiB memtables, 64 KiB batches,
-  // so that inputs of a few hundred KiB decoded already cross both.
-  compaction_policy::PolicyInput policy;
-  policy.memory_budget = uint64_t{1} << 20;
-  const compaction_policy::SortPlan plan = compaction_policy::MakePlan(policy);
-  std::unique_ptr<rocksdb::Env> env(rocksdb::NewMemEnv(rocksdb::Env::Default()));
-  rocksdb::Options options = plan.options;
-  options.env = env.get();
-  // No periodic stats threads; nothing to report.
-  options.stats_dump_period_sec = 0;
-  options.stats_persist_period_sec = 0;
-
-  rocksdb::DB* raw_db = nullptr;
-  Check(rocksdb::DB::Open(options, kDbPath, &raw_db).ok());
-  std::unique_ptr<rocksdb::DB> db(raw_db);
-
-  LoadOptions load_options;
-  load_options.batch_bytes = plan.batch_bytes;
-  const absl::StatusOr<LoadStats> stats = LoadRecords(**input, db.get(), load_options);
-  if (stats.ok()) {
-    uint64_t records = 0;
-    uint64_t bytes = 0;
-    std::string previous_key;
-    // The iterator must be destroyed before the DB.
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      const rocksdb::Slice k = it->key();
-      const rocksdb::Slice v = it->value();
-      const absl::string_view key(k.data(), k.size());
-      Check(records == 0 || previous_key < key);
-      previous_key.assign(key.data(), key.size());
-      CheckRecord(key, absl::string_view(v.data(), v.size()), stats->records);
-      ++records;
-      bytes += v.size();
+  const absl::StatusOr<std::unique_ptr<keycodec::KeyEncoder>> keys =
+      keycodec::MakeKeyEncoder(keycodec::SortOrder(), (*input)->header());
+  Check(keys.ok());
+  RecordReader reader(**input, **keys);
+  CheckingSink sink;
+  absl::Status status;
+  for (;;) {
+    // Small batches, so that inputs of a few KiB cross several.
+    const absl::StatusOr<size_t> added = reader.ReadBatch(4096, sink);
+    if (!added.ok()) {
+      status = added.status();
+      break;
     }
-    Check(it->status().ok());
-    Check(records == stats->records);
-    Check(bytes == stats->record_bytes);
+    if (*added == 0) break;
+  }
+  if (status.ok()) {
+    Check(sink.records == reader.stats().records);
+    Check(sink.bytes == reader.stats().record_bytes);
   } else {
     // Every failure is reported with a message naming the input.
-    Check(!stats.status().message().empty());
+    Check(!status.message().empty());
   }
-
-  Check(db->Close().ok());
-  db.reset();
-  Check(rocksdb::DestroyDB(kDbPath, options).ok());
 }
 
 }  // namespace

@@ -66,16 +66,16 @@ TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->stats_json, "s.json");
   EXPECT_FALSE(c->sort.disk.has_value());
-  EXPECT_EQ(c->sort.run_compression, compaction_policy::RunCompression::kLz4);
+  EXPECT_EQ(c->sort.run_compression, store::RunCompression::kLz4);
   c = Parse({"--run-compression", "snappy", "in.bam"});
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->sort.run_compression, compaction_policy::RunCompression::kSnappy);
+  EXPECT_EQ(c->sort.run_compression, store::RunCompression::kSnappy);
   c = Parse({"--run-compression", "zstd", "in.bam"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->sort.run_compression, compaction_policy::RunCompression::kZstd);
+  EXPECT_EQ(c->sort.run_compression, store::RunCompression::kZstd);
   c = Parse({"--run-compression", "lz4", "in.bam"});
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->sort.run_compression, compaction_policy::RunCompression::kLz4);
+  EXPECT_EQ(c->sort.run_compression, store::RunCompression::kLz4);
 }
 
 TEST(ParseCommandLine, SamtoolsLongSpellings) {

@@ -1,0 +1,232 @@
+#include "store/run_memtable_internal.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "rocksdb/slice.h"
+
+namespace rocksort::store {
+namespace {
+
+using rocksdb::MemTableRep;
+using rocksdb::Slice;
+
+uint64_t LoadBigEndian64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return __builtin_bswap64(v);
+}
+
+// One memtable entry with the first 16 bytes of its user key, zero-padded,
+// as two big-endian integers. For entries a, b: prefix(a) < prefix(b)
+// implies user_key(a) < user_key(b) bytewise (a byte that differs inside the
+// prefix decides both; a padding zero only lies below a real byte when the
+// shorter key is a prefix of the longer). Equal prefixes fall back to the
+// full comparator.
+struct Item {
+  uint64_t hi;
+  uint64_t lo;
+  const char* entry;
+};
+
+Item MakeItem(const char* entry) {
+  // The entry starts with the varint32 length of the internal key, which is
+  // the user key followed by an 8-byte sequence/type trailer.
+  const Slice internal_key = rocksdb::GetLengthPrefixedSlice(entry);
+  const size_t user_key_size = internal_key.size() >= 8 ? internal_key.size() - 8 : 0;
+  char prefix[16] = {};
+  std::memcpy(prefix, internal_key.data(), std::min<size_t>(user_key_size, 16));
+  return Item{LoadBigEndian64(prefix), LoadBigEndian64(prefix + 8), entry};
+}
+
+void SortItems(const MemTableRep::KeyComparator& compare, std::vector<Item>* items) {
+  std::sort(items->begin(), items->end(), [&compare](const Item& a, const Item& b) {
+    if (a.hi != b.hi) return a.hi < b.hi;
+    if (a.lo != b.lo) return a.lo < b.lo;
+    return compare(a.entry, b.entry) < 0;
+  });
+}
+
+class RunMemTableRep : public MemTableRep {
+ public:
+  RunMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator)
+      : MemTableRep(allocator), compare_(compare) {}
+
+  ~RunMemTableRep() override = default;
+
+  // The entry is complete when RocksDB inserts it, so its prefix is read
+  // here, while it is still in the cache, and never again: the flush sorts
+  // this array in place.
+  void Insert(rocksdb::KeyHandle handle) override {
+    const Item item = MakeItem(static_cast<const char*>(handle));
+    absl::MutexLock lock(&mu_);
+    if (entries_.size() == entries_.capacity()) {
+      // Grow by half: the capacity counts against write_buffer_size, and
+      // with doubling up to half of the array could be unused when the
+      // memtable seals (a third at most this way).
+      entries_.reserve(std::max<size_t>(1024, entries_.capacity() + entries_.capacity() / 2));
+    }
+    entries_.push_back(item);
+  }
+
+  bool Contains(const char* key) const override {
+    // Only used by debug checks; a linear scan is fine.
+    absl::MutexLock lock(&mu_);
+    for (const Item& e : entries_) {
+      if (compare_(e.entry, key) == 0) return true;
+    }
+    return false;
+  }
+
+  void MarkReadOnly() override {
+    absl::MutexLock lock(&mu_);
+    read_only_ = true;
+  }
+
+  // All the memory of this rep beyond the arena: RocksDB adds it to the
+  // arena's to decide when the memtable is full, so memtables stay within
+  // write_buffer_size, flush included (the sort needs no other array).
+  size_t ApproximateMemoryUsage() override {
+    absl::MutexLock lock(&mu_);
+    return entries_.capacity() * sizeof(Item);
+  }
+
+  Iterator* GetIterator(rocksdb::Arena* arena) override {
+    std::shared_ptr<const std::vector<Item>> sorted;
+    {
+      absl::MutexLock lock(&mu_);
+      if (read_only_) {
+        if (sorted_ == nullptr) {
+          // Sort once, in place; later iterators share the result.
+          SortItems(compare_, &entries_);
+          sorted_ = std::shared_ptr<const std::vector<Item>>(std::shared_ptr<void>(), &entries_);
+        }
+        sorted = sorted_;
+      } else {
+        // Only point lookups and tests iterate a memtable still being filled.
+        auto copy = std::make_shared<std::vector<Item>>(entries_);
+        SortItems(compare_, copy.get());
+        sorted = std::move(copy);
+      }
+    }
+    if (arena == nullptr) return new SortedIterator(compare_, std::move(sorted));
+    // In arena mode RocksDB only runs the destructor and never frees the
+    // memory, and the Arena API is not public: place the iterator in memory
+    // this rep owns, released with the memtable (iterators never outlive it).
+    absl::MutexLock lock(&mu_);
+    iterator_memory_.emplace_back(new char[sizeof(SortedIterator)]);
+    return new (iterator_memory_.back().get()) SortedIterator(compare_, std::move(sorted));
+  }
+
+  // RocksDB's default MemTableRep::Get (point lookups; rocksort never does
+  // them) takes this iterator and never destroys it. So it owns nothing: it
+  // lives in this rep's memory and scans the unsorted entries under the lock
+  // (O(n) per step, fine for the odd lookup).
+  Iterator* GetDynamicPrefixIterator(rocksdb::Arena* /*arena*/) override {
+    absl::MutexLock lock(&mu_);
+    iterator_memory_.emplace_back(new char[sizeof(ScanIterator)]);
+    return new (iterator_memory_.back().get()) ScanIterator(this);
+  }
+
+ private:
+  class SortedIterator : public Iterator {
+   public:
+    SortedIterator(const KeyComparator& compare, std::shared_ptr<const std::vector<Item>> entries)
+        : compare_(compare), entries_(std::move(entries)), pos_(entries_->size()) {}
+
+    bool Valid() const override { return pos_ < entries_->size(); }
+    const char* key() const override { return (*entries_)[pos_].entry; }
+    void Next() override { ++pos_; }
+    void Prev() override { pos_ = pos_ == 0 ? entries_->size() : pos_ - 1; }
+    void Seek(const Slice& internal_key, const char* memtable_key) override {
+      pos_ = LowerBound(internal_key, memtable_key);
+    }
+    void SeekForPrev(const Slice& internal_key, const char* memtable_key) override {
+      // Last entry <= key.
+      size_t upper = LowerBound(internal_key, memtable_key);
+      if (upper < entries_->size() &&
+          Compare((*entries_)[upper].entry, internal_key, memtable_key) == 0) {
+        pos_ = upper;
+      } else {
+        pos_ = upper == 0 ? entries_->size() : upper - 1;
+      }
+    }
+    void SeekToFirst() override { pos_ = 0; }
+    void SeekToLast() override { pos_ = entries_->empty() ? 0 : entries_->size() - 1; }
+
+   private:
+    int Compare(const char* entry, const Slice& internal_key, const char* memtable_key) const {
+      return memtable_key != nullptr ? compare_(entry, memtable_key)
+                                     : compare_(entry, internal_key);
+    }
+    size_t LowerBound(const Slice& internal_key, const char* memtable_key) const {
+      auto it = std::lower_bound(entries_->begin(), entries_->end(), 0,
+                                 [&](const Item& item, int) {
+                                   return Compare(item.entry, internal_key, memtable_key) < 0;
+                                 });
+      return static_cast<size_t>(it - entries_->begin());
+    }
+
+    const KeyComparator& compare_;
+    const std::shared_ptr<const std::vector<Item>> entries_;
+    size_t pos_;
+  };
+
+  // Iterates in key order without owning memory, by scanning for the
+  // smallest entry above the current one.
+  class ScanIterator : public Iterator {
+   public:
+    explicit ScanIterator(const RunMemTableRep* rep) : rep_(rep) {}
+    bool Valid() const override { return current_ != nullptr; }
+    const char* key() const override { return current_; }
+    void Next() override { current_ = Smallest([&](const char* e) { return Less(current_, e); }); }
+    void Prev() override { current_ = nullptr; }  // Unused by Get.
+    void Seek(const Slice& internal_key, const char* memtable_key) override {
+      current_ = Smallest([&](const char* e) {
+        return (memtable_key != nullptr ? rep_->compare_(e, memtable_key)
+                                        : rep_->compare_(e, internal_key)) >= 0;
+      });
+    }
+    void SeekForPrev(const Slice&, const char*) override { current_ = nullptr; }
+    void SeekToFirst() override { current_ = Smallest([](const char*) { return true; }); }
+    void SeekToLast() override { current_ = nullptr; }
+
+   private:
+    bool Less(const char* a, const char* b) const { return rep_->compare_(a, b) < 0; }
+    template <typename Pred>
+    const char* Smallest(Pred eligible) const {
+      absl::MutexLock lock(&rep_->mu_);
+      const char* best = nullptr;
+      for (const Item& item : rep_->entries_) {
+        const char* e = item.entry;
+        if (eligible(e) && (best == nullptr || Less(e, best))) best = e;
+      }
+      return best;
+    }
+    const RunMemTableRep* rep_;
+    const char* current_ = nullptr;
+  };
+
+  const KeyComparator& compare_;
+  mutable absl::Mutex mu_;
+  std::vector<Item> entries_ ABSL_GUARDED_BY(mu_);
+  bool read_only_ ABSL_GUARDED_BY(mu_) = false;
+  // Non-owning alias of entries_ once sorted (entries_ no longer changes).
+  std::shared_ptr<const std::vector<Item>> sorted_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<char[]>> iterator_memory_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+rocksdb::MemTableRep* RunMemTableFactory::CreateMemTableRep(
+    const rocksdb::MemTableRep::KeyComparator& compare, rocksdb::Allocator* allocator,
+    const rocksdb::SliceTransform* /*prefix_extractor*/, rocksdb::Logger* /*logger*/) {
+  return new RunMemTableRep(compare, allocator);
+}
+
+}  // namespace rocksort::store

@@ -1,0 +1,536 @@
+// TempStore: the temporary DB (temp_db_internal.h) planned by
+// options_plan_internal.h, written in batches spread over lanes, merged in
+// the background while loading (background_merger_internal.h), merged down
+// after loading (merge_plan_internal.h), and read back through one merge
+// of the lanes' iterators.
+#include "store/store.h"
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "common/allocator.h"
+#include "common/status_macros.h"
+#include "rocksdb/convenience.h"
+#include "rocksdb/db.h"
+#include "rocksdb/iterator.h"
+#include "rocksdb/listener.h"
+#include "rocksdb/sst_file_manager.h"
+#include "rocksdb/write_batch.h"
+#include "rocksdb/write_buffer_manager.h"
+#include "store/background_merger_internal.h"
+#include "store/merge_plan_internal.h"
+#include "store/options_plan_internal.h"
+#include "store/rocksdb_log_internal.h"
+#include "store/temp_db_internal.h"
+
+namespace rocksort::store {
+namespace {
+
+// Counts flushes and merges and the bytes they wrote: flushes from RocksDB's
+// listener callbacks (background threads), merges (all CompactFiles, which
+// reports through its CompactionJobInfo out-parameter, not through
+// OnCompactionCompleted) from the callers. Tells the attached background
+// merger about each flush.
+class DbStatsListener : public rocksdb::EventListener {
+ public:
+  void OnFlushCompleted(rocksdb::DB* /*db*/, const rocksdb::FlushJobInfo& info) override {
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(info.file_path, ec);
+    absl::MutexLock lock(&mu_);
+    ++flushes_;
+    flush_bytes_ += ec ? 0 : size;
+    if (merger_ != nullptr) merger_->Notify();
+  }
+  // Until Detach returns, each flush calls merger->Notify().
+  void Attach(BackgroundMerger* merger) {
+    absl::MutexLock lock(&mu_);
+    merger_ = merger;
+  }
+  void Detach() { Attach(nullptr); }
+  // A merge; `after_loading` for the merges down to the final merge's runs.
+  void AddMerge(uint64_t bytes, bool after_loading) {
+    absl::MutexLock lock(&mu_);
+    ++compactions_;
+    compaction_bytes_ += bytes;
+    if (after_loading) manual_bytes_ += bytes;
+  }
+  void Fill(StoreReport* report) {
+    absl::MutexLock lock(&mu_);
+    report->runs_flushed = flushes_;
+    report->flush_bytes = flush_bytes_;
+    report->compactions = compactions_;
+    report->compaction_bytes = compaction_bytes_;
+    report->intermediate_merge_bytes = manual_bytes_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int flushes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t flush_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int compactions_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t manual_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Part of compaction_bytes_.
+  BackgroundMerger* merger_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+// The write buffer manager (options_plan.cc) stalls the loader until a
+// flush frees memtable memory. If a flush fails (a full disk), RocksDB stops
+// the DB and no memory is ever freed: this listener lifts the cap so the
+// stalled write returns and the next one reports the error, instead of
+// waiting forever.
+class ReleaseStallOnError : public rocksdb::EventListener {
+ public:
+  explicit ReleaseStallOnError(std::shared_ptr<rocksdb::WriteBufferManager> manager)
+      : manager_(std::move(manager)) {}
+  void OnBackgroundError(rocksdb::BackgroundErrorReason /*reason*/,
+                         rocksdb::Status* error) override {
+    if (error != nullptr && !error->ok()) {
+      manager_->SetBufferSize(std::numeric_limits<size_t>::max() / 2);
+    }
+  }
+
+ private:
+  const std::shared_ptr<rocksdb::WriteBufferManager> manager_;
+};
+
+// The number of sorted runs in each lane.
+std::vector<int> RunsPerLane(rocksdb::DB* db,
+                             const std::vector<rocksdb::ColumnFamilyHandle*>& lanes) {
+  std::vector<int> runs;
+  for (rocksdb::ColumnFamilyHandle* lane : lanes) {
+    runs.push_back(static_cast<int>(SortedRuns(db, lane).size()));
+  }
+  return runs;
+}
+
+// Merges after loading in one lane: while it has more runs than the final
+// merge may read from it, merge the first window of the plan that rewrites
+// the fewest bytes (PlanMergeDown, at most `fan_in` runs each), then plan
+// again. `after_merge` is called with the bytes each merge wrote. Stops
+// with Aborted between merges once `stop` (another lane failed) is set.
+absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane, int max_runs,
+                              int fan_in, rocksdb::CompressionType compression,
+                              const std::atomic<bool>* cancelled,
+                              const std::atomic<bool>& stop,
+                              const std::function<void(uint64_t)>& after_merge) {
+  int merges = 0;
+  for (;;) {
+    std::vector<rocksdb::SstFileMetaData> runs = SortedRuns(db, lane);
+    std::vector<uint64_t> run_bytes;
+    for (const rocksdb::SstFileMetaData& run : runs) run_bytes.push_back(run.size);
+    const std::vector<MergeWindow> plan = PlanMergeDown(run_bytes, max_runs, fan_in);
+    if (plan.empty()) return merges;
+    if (cancelled != nullptr && cancelled->load()) {
+      return absl::CancelledError("interrupted while merging runs");
+    }
+    if (stop.load()) return absl::AbortedError("stopped: another lane's merge failed");
+    ASSIGN_OR_RETURN(const rocksdb::CompactionJobInfo info,
+                     MergeRuns(db, lane, runs, plan.front(), compression,
+                               "merging sorted runs failed"));
+    ++merges;
+    after_merge(info.stats.total_output_bytes);
+  }
+}
+
+// MergeDown on every lane at once, one thread per lane (the calling thread
+// takes the first). The first lane to fail stops the others after their
+// current merge. Returns the number of merges, or that first failure.
+absl::StatusOr<int> MergeDownLanes(rocksdb::DB* db,
+                                   const std::vector<rocksdb::ColumnFamilyHandle*>& lanes,
+                                   int max_runs_per_lane, int fan_in,
+                                   rocksdb::CompressionType compression,
+                                   const std::atomic<bool>* cancelled,
+                                   const std::function<void(uint64_t)>& after_merge) {
+  std::vector<absl::StatusOr<int>> results(lanes.size(), 0);
+  std::atomic<bool> stop{false};
+  auto merge_lane = [&](size_t i) {
+    results[i] = MergeDown(db, lanes[i], max_runs_per_lane, fan_in, compression, cancelled, stop,
+                           after_merge);
+    if (!results[i].ok()) stop.store(true);
+  };
+  {
+    std::vector<std::thread> workers;
+    for (size_t i = 1; i < lanes.size(); ++i) workers.emplace_back(merge_lane, i);
+    if (!lanes.empty()) merge_lane(0);
+    for (std::thread& t : workers) t.join();
+  }
+  int merges = 0;
+  absl::Status failure;  // The lane that failed, not the ones it stopped.
+  for (const absl::StatusOr<int>& r : results) {
+    if (r.ok()) {
+      merges += *r;
+    } else if (failure.ok() || absl::IsAborted(failure)) {
+      failure = r.status();
+    }
+  }
+  if (!failure.ok()) return failure;
+  return merges;
+}
+
+// Merges the lanes' iterators by key. A few lanes at most: a linear scan for
+// the smallest key is cheaper than a heap (one 16-byte memcmp per record
+// for two lanes).
+class LaneMergeReader : public SortedReader {
+ public:
+  LaneMergeReader(std::vector<std::unique_ptr<rocksdb::Iterator>> lanes, size_t readahead)
+      : lanes_(std::move(lanes)), readahead_(readahead) {
+    for (const auto& it : lanes_) it->SeekToFirst();
+  }
+
+  bool Next(absl::string_view* value) override {
+    if (current_ != nullptr) {
+      current_->Next();
+      // A lane that ends on an error fails the read now, not after the
+      // other lanes were read.
+      if (!current_->Valid() && !current_->status().ok()) return Fail(current_->status());
+    }
+    current_ = nullptr;
+    for (const auto& it : lanes_) {
+      if (it->Valid() && (current_ == nullptr || it->key().compare(current_->key()) < 0)) {
+        current_ = it.get();
+      }
+    }
+    if (current_ == nullptr) {
+      for (const auto& it : lanes_) {
+        if (!it->status().ok()) return Fail(it->status());
+      }
+      return false;
+    }
+    const rocksdb::Slice v = current_->value();
+    *value = absl::string_view(v.data(), v.size());
+    return true;
+  }
+
+  absl::Status status() const override { return status_; }
+  size_t readahead() const override { return readahead_; }
+
+ private:
+  bool Fail(const rocksdb::Status& s) {
+    status_ = absl::InternalError(
+        absl::StrCat("reading the temporary database failed: ", s.ToString()));
+    current_ = nullptr;
+    return false;
+  }
+
+  std::vector<std::unique_ptr<rocksdb::Iterator>> lanes_;
+  const size_t readahead_;
+  rocksdb::Iterator* current_ = nullptr;
+  absl::Status status_;
+};
+
+}  // namespace
+
+class TempStore::Impl {
+ public:
+  explicit Impl(const StoreOptions& options) : options_(options) {}
+
+  ~Impl() {
+    if (merger_ != nullptr) {
+      stats_->Detach();
+      // Interrupted: stop the running merge instead of waiting for it.
+      if (cancelled() && temp_ != nullptr && temp_->db() != nullptr) {
+        rocksdb::CancelAllBackgroundWork(temp_->db(), false);
+      }
+      merger_->Stop().IgnoreError();
+    }
+    stop_merges_.reset();  // Before the DB closes.
+    merger_.reset();
+  }
+
+  absl::Status Open() {
+    PolicyInput input;
+    input.memory_budget = options_.memory_budget;
+    input.threads = options_.threads;
+    input.size_hint = options_.size_hint;
+    input.allow_compaction = options_.allow_compaction;
+    input.disk = options_.disk;
+    input.run_compression = options_.run_compression;
+    input.request_bytes = options_.request_bytes;
+    input.open_files = options_.open_files;
+    plan_ = MakePlan(input);
+    report_.plan = DescribePlan(plan_);
+    report_.compaction_mode = plan_.compaction == CompactionMode::kOff       ? "off"
+                              : plan_.compaction == CompactionMode::kPlanned ? "planned"
+                                                                              : "adaptive";
+    report_.lanes = plan_.lanes;
+
+    // RocksDB's own accounting: an event listener counts flushes and
+    // compactions, the SstFileManager tracks the size of the runs on disk.
+    stats_ = std::make_shared<DbStatsListener>();
+    plan_.options.listeners.push_back(stats_);
+    if (plan_.options.write_buffer_manager != nullptr) {
+      plan_.options.listeners.push_back(
+          std::make_shared<ReleaseStallOnError>(plan_.options.write_buffer_manager));
+    }
+    sst_files_.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default()));
+    plan_.options.sst_file_manager = sst_files_;
+    // RocksDB's warnings and errors reach the log with -v; nothing is
+    // logged to a file (rocksdb_log_internal.h).
+    plan_.options.info_log = std::make_shared<CallbackLogger>(
+        options_.verbose ? rocksdb::InfoLogLevel::WARN_LEVEL
+                         : rocksdb::InfoLogLevel::NUM_INFO_LOG_LEVELS,
+        options_.log ? [log = options_.log](const std::string& line) {
+          log(absl::StrCat("rocksdb: ", line));
+        } : std::function<void(const std::string&)>());
+    ASSIGN_OR_RETURN(temp_, TempDb::Create(options_.dir_prefix, plan_.options, plan_.lanes,
+                                           options_.registry));
+    WarnIfShortOfSpace();
+
+    batch_ = std::make_unique<rocksdb::WriteBatch>(plan_.batch_bytes + (size_t{1} << 20));
+    write_options_.disableWAL = true;  // Scratch data: the input is the log.
+
+    // Merges while loading (compaction planned or adaptive). Detached from
+    // the listener and stopped on every way out, before the DB closes.
+    BackgroundMergeOptions merge_options;
+    merge_options.min_width = plan_.merge_fan_in;
+    merge_options.max_width = plan_.merge_max_fan_in;
+    merge_options.max_runs_per_lane = plan_.max_final_runs_per_lane;
+    merge_options.expected_runs_per_lane =
+        (plan_.expected_runs + plan_.lanes - 1) / std::max(1, plan_.lanes);
+    merge_options.workers = plan_.background_merges;
+    merge_options.compression = plan_.options.compression;
+    merge_options.cancelled = options_.cancelled;
+    merger_ = std::make_unique<BackgroundMerger>(
+        db(), lanes(), merge_options, [this](uint64_t bytes_written) {
+          SampleTempBytes();
+          stats_->AddMerge(bytes_written, /*after_loading=*/false);
+        });
+    stats_->Attach(merger_.get());
+    if (plan_.compaction == CompactionMode::kPlanned) merger_->Start();
+    return absl::OkStatus();
+  }
+
+  const std::string& dir() const { return temp_->dir(); }
+  size_t batch_bytes() const { return plan_.batch_bytes; }
+
+  absl::Status Add(absl::string_view key, const record::EncodedRecord& record) {
+    rocksdb::Slice parts[6];
+    for (int i = 0; i < record.num_parts; ++i) {
+      parts[i] = rocksdb::Slice(record.parts[i].data(), record.parts[i].size());
+    }
+    const rocksdb::Slice key_slice(key.data(), key.size());
+    rocksdb::Status s = batch_->Put(lanes()[lane_], rocksdb::SliceParts(&key_slice, 1),
+                                    rocksdb::SliceParts(parts, record.num_parts));
+    if (!s.ok()) return FromRocks("writing to the temporary database failed", s);
+    return absl::OkStatus();
+  }
+
+  absl::Status CommitBatch() {
+    if (batch_->Count() > 0) {
+      rocksdb::Status s = db()->Write(write_options_, batch_.get());
+      if (!s.ok()) return FromRocks("writing to the temporary database failed", s);
+      RotateLane();
+      batch_->Clear();
+    }
+    if (cancelled()) return absl::CancelledError("interrupted while loading");
+    SampleTempBytes();
+    // Keep the merges' backlog within one merge per lane.
+    RETURN_IF_ERROR(merger_->AwaitBacklog(static_cast<uint64_t>(plan_.merge_max_fan_in)));
+    MaybeStartAdaptiveMerging();
+    return absl::OkStatus();
+  }
+
+  absl::Status FinishLoading() {
+    // From here on, a signal stops the merge that is running: the checks
+    // between merges come too late, as a merge at a large -m takes minutes,
+    // far beyond the interrupt guard's grace period. CompactFiles in
+    // RocksDB 7.8 cannot be cancelled alone, but it stops at the next key
+    // once background work is cancelled (the flag DB::Close sets). Not
+    // while loading: a write stalled for memory would wait for a flush
+    // that never comes.
+    rocksdb::DB* const db = this->db();
+    stop_merges_ = std::make_unique<CancelWatch>(
+        options_.cancelled, [db] { rocksdb::CancelAllBackgroundWork(db, /*wait=*/false); });
+    // Let the running merge finish, flush the last memtables so their
+    // memory is free for the merges after loading, then settle the runs.
+    stats_->Detach();
+    RETURN_IF_ERROR(merger_->Stop());
+    if (cancelled()) return absl::CancelledError("interrupted while merging runs");
+    rocksdb::FlushOptions flush;
+    flush.wait = true;
+    flush.allow_write_stall = true;
+    if (rocksdb::Status s = db->Flush(flush, lanes()); !s.ok()) {
+      return FromRocks(absl::StrCat("flushing to ", dir(), " failed"), s);
+    }
+    SampleTempBytes();
+    ReleaseFreedMemory();  // The memtables' blocks, kept by the heap while loading.
+    report_.runs_after_load_per_lane = RunsPerLane(db, lanes());
+    // The memtables are gone: the merges down to K runs (one per lane at
+    // once) may be wider than the background ones, with the readahead their
+    // share of the post-load memory allows.
+    if (rocksdb::Status s = db->SetDBOptions(
+            {{"compaction_readahead_size", std::to_string(plan_.merge_down_readahead)}});
+        !s.ok()) {
+      return FromRocks("can't set the readahead of the merges", s);
+    }
+    ASSIGN_OR_RETURN(report_.intermediate_merges,
+                     MergeDownLanes(db, lanes(), plan_.max_final_runs_per_lane,
+                                    plan_.merge_down_fan_in, plan_.options.compression,
+                                    options_.cancelled, [this](uint64_t bytes_written) {
+                                      SampleTempBytes();
+                                      stats_->AddMerge(bytes_written, /*after_loading=*/true);
+                                    }));
+    report_.runs_merged_per_lane = RunsPerLane(db, lanes());
+    report_.final_readahead = FinalReadahead(plan_, report_.runs_merged());
+    ReleaseFreedMemory();  // The merges' buffers.
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<SortedReader>> NewReader() {
+    rocksdb::ReadOptions read_options;
+    read_options.fill_cache = false;  // Every block is read once.
+    read_options.verify_checksums = true;
+    read_options.readahead_size = report_.final_readahead;
+    read_options.async_io = false;
+    std::vector<rocksdb::Iterator*> raw;
+    if (rocksdb::Status s = db()->NewIterators(read_options, lanes(), &raw); !s.ok()) {
+      return FromRocks("reading the temporary database failed", s);
+    }
+    std::vector<std::unique_ptr<rocksdb::Iterator>> iterators;
+    for (rocksdb::Iterator* it : raw) iterators.emplace_back(it);
+    return std::unique_ptr<SortedReader>(
+        new LaneMergeReader(std::move(iterators), report_.final_readahead));
+  }
+
+  absl::Status Destroy() {
+    stop_merges_.reset();
+    return temp_ == nullptr ? absl::OkStatus() : temp_->Destroy();
+  }
+
+  StoreReport report() {
+    StoreReport report = report_;
+    stats_->Fill(&report);
+    absl::MutexLock lock(&peak_mu_);
+    report.peak_temp_bytes = peak_temp_bytes_;
+    return report;
+  }
+
+ private:
+  rocksdb::DB* db() const { return temp_->db(); }
+  const std::vector<rocksdb::ColumnFamilyHandle*>& lanes() const { return temp_->lanes(); }
+  bool cancelled() const {
+    return options_.cancelled != nullptr && options_.cancelled->load(std::memory_order_relaxed);
+  }
+
+  void Log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+  }
+
+  // Called from the loader's and the merges' threads.
+  void SampleTempBytes() {
+    const uint64_t total = sst_files_->GetTotalSize();
+    absl::MutexLock lock(&peak_mu_);
+    peak_temp_bytes_ = std::max(peak_temp_bytes_, total);
+  }
+
+  // Batches go to one lane until RocksDB seals that lane's memtable (it was
+  // full: a sorted run is being flushed), then to the next, so the lanes
+  // receive runs in turn. A write that saw the lane's active memtable hold
+  // fewer entries than after the previous write had RocksDB seal the
+  // memtable while applying it. (RocksDB seals a full memtable at the start
+  // of the next write, so the batch of that write starts the lane's next
+  // run; at the end each lane may hold one such short run.)
+  void RotateLane() {
+    if (lanes().size() < 2) return;
+    uint64_t entries = 0;
+    db()->GetIntProperty(lanes()[lane_], rocksdb::DB::Properties::kNumEntriesActiveMemTable,
+                         &entries);
+    if (entries <= lane_entries_) {
+      lane_ = (lane_ + 1) % lanes().size();
+      db()->GetIntProperty(lanes()[lane_], rocksdb::DB::Properties::kNumEntriesActiveMemTable,
+                           &entries);
+    }
+    lane_entries_ = entries;
+  }
+
+  // Adaptive mode: the input size is unknown (a pipe). Once more runs exist
+  // than the final merge reads efficiently, merge them in the background.
+  void MaybeStartAdaptiveMerging() {
+    if (plan_.compaction != CompactionMode::kAdaptive || report_.adaptive_compaction_started) {
+      return;
+    }
+    // A string property ("rocksdb.num-files-at-level0" is not an int one).
+    uint64_t runs = 0;
+    for (rocksdb::ColumnFamilyHandle* lane : lanes()) {
+      std::string value;
+      if (db()->GetProperty(lane, "rocksdb.num-files-at-level0", &value)) {
+        runs += std::strtoull(value.c_str(), nullptr, 10);
+      }
+    }
+    if (runs > static_cast<uint64_t>(plan_.adaptive_trigger_runs)) {
+      merger_->Start();
+      report_.adaptive_compaction_started = true;
+      if (options_.verbose) {
+        Log(absl::StrFormat("%d runs flushed: background merging started", runs));
+      }
+    }
+  }
+
+  // A notice when the filesystem under the directory has less free space
+  // than the sort may need (ExpectedScratchPeak).
+  void WarnIfShortOfSpace() const {
+    if (options_.size_hint == 0) return;
+    struct statvfs fs;
+    if (::statvfs(dir().c_str(), &fs) != 0) return;
+    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    const uint64_t expected_peak = ExpectedScratchPeak(options_.size_hint, options_.run_compression);
+    if (free_bytes < expected_peak) {
+      Log(absl::StrFormat(
+          "warning: %s has %d MiB free; sorting about %d MiB of data may need up to %d MiB of "
+          "temporary space (use -T elsewhere)",
+          dir(), free_bytes >> 20, options_.size_hint >> 20, expected_peak >> 20));
+    }
+  }
+
+  const StoreOptions options_;
+  SortPlan plan_;
+  StoreReport report_;
+  std::shared_ptr<DbStatsListener> stats_;
+  std::shared_ptr<rocksdb::SstFileManager> sst_files_;
+  std::unique_ptr<TempDb> temp_;
+  // Declared after temp_: the merger and the watch stop before the DB closes.
+  std::unique_ptr<BackgroundMerger> merger_;
+  std::unique_ptr<CancelWatch> stop_merges_;
+  std::unique_ptr<rocksdb::WriteBatch> batch_;
+  rocksdb::WriteOptions write_options_;
+  size_t lane_ = 0;              // The lane being filled.
+  uint64_t lane_entries_ = 0;    // Its active memtable's entries after the last write.
+  absl::Mutex peak_mu_;
+  uint64_t peak_temp_bytes_ ABSL_GUARDED_BY(peak_mu_) = 0;
+};
+
+absl::StatusOr<std::unique_ptr<TempStore>> TempStore::Create(const StoreOptions& options) {
+  auto impl = std::make_unique<Impl>(options);
+  RETURN_IF_ERROR(impl->Open());
+  return std::unique_ptr<TempStore>(new TempStore(std::move(impl)));
+}
+
+TempStore::TempStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TempStore::~TempStore() = default;
+
+const std::string& TempStore::dir() const { return impl_->dir(); }
+size_t TempStore::batch_bytes() const { return impl_->batch_bytes(); }
+absl::Status TempStore::Add(absl::string_view key, const record::EncodedRecord& record) {
+  return impl_->Add(key, record);
+}
+absl::Status TempStore::CommitBatch() { return impl_->CommitBatch(); }
+absl::Status TempStore::FinishLoading() { return impl_->FinishLoading(); }
+absl::StatusOr<std::unique_ptr<SortedReader>> TempStore::NewReader() {
+  return impl_->NewReader();
+}
+absl::Status TempStore::Destroy() { return impl_->Destroy(); }
+StoreReport TempStore::report() const { return impl_->report(); }
+
+}  // namespace rocksort::store

@@ -1,0 +1,93 @@
+#include "store/temp_db_internal.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "common/errors.h"
+#include "common/interrupt.h"
+#include "common/status_macros.h"
+#include "store/rocksdb_log_internal.h"
+#include "rocksdb/convenience.h"
+
+namespace rocksort::store {
+absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix,
+                                                       const rocksdb::Options& options,
+                                                       int lanes, CleanupRegistry* registry) {
+  std::string templ = prefix + "XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) {
+    return ErrnoStatus(errno, absl::StrFormat("can't create temporary directory \"%s\"", templ));
+  }
+  rocksdb::Options db_wide = options;
+  // Never RocksDB's own LOG file in the directory (rocksdb_log.h).
+  if (db_wide.info_log == nullptr) {
+    db_wide.info_log = std::make_shared<CallbackLogger>(rocksdb::InfoLogLevel::NUM_INFO_LOG_LEVELS, nullptr);
+  }
+  std::unique_ptr<TempDb> temp(new TempDb(buf.data(), db_wide, registry));
+  if (registry != nullptr) registry->Register(temp->dir_);
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  families.emplace_back(rocksdb::kDefaultColumnFamilyName, options);
+  for (int i = 1; i < lanes; ++i) families.emplace_back(absl::StrCat("lane", i), options);
+  // Created here rather than by RocksDB, which logs an error for the
+  // missing directory before creating it.
+  if (::mkdir(temp->db_path_.c_str(), 0700) != 0) {
+    return ErrnoStatus(errno, absl::StrFormat("can't create directory \"%s\"", temp->db_path_));
+  }
+  rocksdb::DBOptions db_options(db_wide);
+  db_options.create_missing_column_families = true;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s =
+      rocksdb::DB::Open(db_options, temp->db_path_, families, &temp->lanes_, &db);
+  if (!s.ok()) {
+    return absl::InternalError(absl::StrFormat(
+        "can't create the temporary database in \"%s\": %s", temp->dir_, s.ToString()));
+  }
+  temp->db_.reset(db);
+  return temp;
+}
+
+TempDb::~TempDb() { (void)Destroy(); }
+
+absl::Status TempDb::Destroy() {
+  if (destroyed_) return absl::OkStatus();
+  destroyed_ = true;
+  absl::Status result;
+  if (db_ != nullptr) {
+    // Abort running compactions instead of waiting for them (error paths).
+    rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
+    for (rocksdb::ColumnFamilyHandle* lane : lanes_) db_->DestroyColumnFamilyHandle(lane);
+    lanes_.clear();
+    rocksdb::Status s = db_->Close();
+    db_.reset();
+    if (!s.ok() && !s.IsNotSupported()) {
+      result = absl::InternalError(
+          absl::StrFormat("closing the temporary database in \"%s\": %s", dir_, s.ToString()));
+    }
+  }
+  // DestroyDB removes what RocksDB knows it created (SSTs, MANIFEST, LOG...).
+  rocksdb::Status s = rocksdb::DestroyDB(db_path_, options_);
+  if (!s.ok() && result.ok()) {
+    result = absl::InternalError(
+        absl::StrFormat("removing the temporary database \"%s\": %s", db_path_, s.ToString()));
+  }
+  // Anything left (a file from a failed flush, the db directory itself).
+  RemovePathQuietly(dir_);
+  if (::access(dir_.c_str(), F_OK) == 0 && result.ok()) {
+    result = absl::InternalError(
+        absl::StrFormat("can't remove temporary directory \"%s\"", dir_));
+  }
+  if (registry_ != nullptr) registry_->Unregister(dir_);
+  return result;
+}
+
+}  // namespace rocksort::store

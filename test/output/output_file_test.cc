@@ -1,0 +1,130 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "output/output.h"
+#include "test_util.h"
+
+namespace rocksort::output {
+namespace {
+
+using ::rocksort::testing::ScratchDir;
+
+TEST(OutputFileTest, UncommittedOutputIsRemoved) {
+  ScratchDir dir;
+  {
+    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(dir.File("o.bam"), nullptr);
+    ASSERT_TRUE(out.ok());
+    ASSERT_EQ(::write((*out)->fd(), "x", 1), 1);
+    EXPECT_EQ(dir.List().size(), 1u);
+  }
+  EXPECT_TRUE(dir.List().empty());
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(dir.File("o.bam"), nullptr);
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE((*out)->Finish().ok());
+  ASSERT_TRUE((*out)->Commit().ok());
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"o.bam"});
+}
+
+// An output that is a symlink keeps the link: the new file replaces the
+// link's target (as writing through it would), and the partial file goes
+// beside the target, not beside the link.
+TEST(OutputFileTest, SymlinkKeepsTheLinkAndReplacesItsTarget) {
+  ScratchDir dir;
+  ASSERT_EQ(::mkdir(dir.File("real").c_str(), 0700), 0);
+  const std::string target = dir.File("real/x.bam");
+  testing::WriteFileOrDie(target, "old");
+  const std::string link = dir.File("link.bam");
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(link, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE((*out)->is_stream());
+  EXPECT_EQ((*out)->name(), link);  // Messages name what the user gave.
+  EXPECT_EQ(dir.List().size(), 2u);  // real/ and link.bam: the partial is in real/.
+  ASSERT_EQ(::write((*out)->fd(), "new", 3), 3);
+  ASSERT_TRUE((*out)->Finish().ok());
+  ASSERT_TRUE((*out)->Commit().ok());
+  struct stat st;
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(testing::ReadFileOrDie(target), "new");
+  std::vector<std::string> in_real;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.File("real"))) {
+    in_real.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(in_real, std::vector<std::string>{"x.bam"});
+}
+
+// A registry that refuses to publish, as InterruptGuard does after a signal.
+class RefusingRegistry : public CleanupRegistry {
+ public:
+  void Register(const std::string& path) override { paths.push_back(path); }
+  void Unregister(const std::string&) override {}
+  absl::Status Publish(const std::string&, absl::FunctionRef<absl::Status()>) override {
+    return absl::CancelledError("interrupted before the output was committed");
+  }
+  std::vector<std::string> paths;
+};
+
+TEST(OutputFileTest, RefusedPublishLeavesNoOutput) {
+  ScratchDir dir;
+  RefusingRegistry registry;
+  {
+    absl::StatusOr<std::unique_ptr<OutputFile>> out =
+        OutputFile::Create(dir.File("o.bam"), &registry);
+    ASSERT_TRUE(out.ok());
+    ASSERT_EQ(registry.paths.size(), 1u);
+    ASSERT_TRUE((*out)->Finish().ok());
+    EXPECT_EQ((*out)->Commit().code(), absl::StatusCode::kCancelled);
+  }
+  EXPECT_TRUE(dir.List().empty());
+}
+
+// A device or FIFO is written in place: renaming a finished file over
+// /dev/null (as root) would replace the device node.
+TEST(OutputFileTest, DeviceIsWrittenInPlace) {
+  struct stat before;
+  ASSERT_EQ(::stat("/dev/null", &before), 0);
+  ASSERT_TRUE(S_ISCHR(before.st_mode));
+  {
+    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create("/dev/null", nullptr);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE((*out)->is_stream());
+    ASSERT_EQ(::write((*out)->fd(), "x", 1), 1);
+    ASSERT_TRUE((*out)->Finish().ok());
+    ASSERT_TRUE((*out)->Commit().ok());
+  }
+  struct stat after;
+  ASSERT_EQ(::stat("/dev/null", &after), 0);
+  EXPECT_TRUE(S_ISCHR(after.st_mode));
+  EXPECT_EQ(after.st_ino, before.st_ino);
+}
+
+TEST(OutputFileTest, FifoIsWrittenInPlace) {
+  ScratchDir dir;
+  const std::string fifo = dir.File("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // A reader, so that opening the FIFO for writing does not block.
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  {
+    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(fifo, nullptr);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(::write((*out)->fd(), "xy", 2), 2);
+    ASSERT_TRUE((*out)->Finish().ok());
+    ASSERT_TRUE((*out)->Commit().ok());
+  }
+  char buf[4];
+  EXPECT_EQ(::read(reader, buf, sizeof(buf)), 2);
+  ::close(reader);
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"fifo"});  // No partial file left.
+}
+
+}  // namespace
+}  // namespace rocksort::output

@@ -1,0 +1,160 @@
+#include "store/run_memtable_internal.h"
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "rocksdb/db.h"
+#include "test_util.h"
+
+namespace rocksort::store {
+namespace {
+
+class RunMemTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rocksdb::Options options;
+    options.create_if_missing = true;
+    options.memtable_factory = std::make_shared<RunMemTableFactory>();
+    options.allow_concurrent_memtable_write = false;
+    options.disable_auto_compactions = true;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(options, dir_.File("db"), &db).ok());
+    db_.reset(db);
+  }
+
+  // Keys that stress the prefix sort: short keys, keys that are prefixes of
+  // others, zero bytes, and long keys equal in their first 16 bytes.
+  std::vector<std::string> Keys() {
+    std::mt19937_64 rng(7);
+    std::vector<std::string> keys = {"", "a", std::string("a\0", 2), std::string("a\0\0", 3),
+                                     "ab", std::string(16, 'x'), std::string(16, 'x') + "a",
+                                     std::string(16, 'x') + std::string(1, '\0')};
+    for (int i = 0; i < 3000; ++i) {
+      std::string k(rng() % 24, '\0');
+      for (char& c : k) c = static_cast<char>(rng() % 3);  // Many collisions.
+      if (i % 3 == 0) k = std::string(16, '\1') + k;       // Shared prefix.
+      keys.push_back(k);
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    return keys;
+  }
+
+  std::vector<std::string> ScanAll() {
+    std::vector<std::string> out;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) out.push_back(it->key().ToString());
+    EXPECT_TRUE(it->status().ok());
+    return out;
+  }
+
+  testing::ScratchDir dir_;
+  std::unique_ptr<rocksdb::DB> db_;
+};
+
+TEST_F(RunMemTableTest, IterationOrderIsBytewiseBeforeAndAfterFlush) {
+  std::vector<std::string> keys = Keys();
+  std::vector<std::string> shuffled = keys;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937_64(3));
+  for (const std::string& k : shuffled) ASSERT_TRUE(db_->Put({}, k, "v").ok());
+  EXPECT_EQ(ScanAll(), keys);  // Mutable memtable: sorted snapshot.
+  ASSERT_TRUE(db_->Flush(rocksdb::FlushOptions()).ok());
+  EXPECT_EQ(ScanAll(), keys);  // Through the sorted flush output.
+}
+
+TEST_F(RunMemTableTest, SeekAndSeekForPrevFindNeighbours) {
+  for (const char* k : {"b", "d", "f"}) ASSERT_TRUE(db_->Put({}, k, "v").ok());
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  it->Seek("c");
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), "d");
+  it->SeekForPrev("c");
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), "b");
+  it->SeekForPrev("d");
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), "d");
+  it->Seek("g");
+  EXPECT_FALSE(it->Valid());
+  it->SeekToLast();
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), "f");
+  it->Prev();
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), "d");
+}
+
+TEST_F(RunMemTableTest, OverwrittenKeyReturnsNewestValue) {
+  ASSERT_TRUE(db_->Put({}, "k", "old").ok());
+  ASSERT_TRUE(db_->Put({}, "k", "new").ok());
+  std::string value;
+  ASSERT_TRUE(db_->Get({}, "k", &value).ok());
+  EXPECT_EQ(value, "new");
+  ASSERT_TRUE(db_->Flush(rocksdb::FlushOptions()).ok());
+  ASSERT_TRUE(db_->Get({}, "k", &value).ok());
+  EXPECT_EQ(value, "new");
+}
+
+// Orders memtable entries (varint32 length, user key, 8-byte trailer) by user
+// key, as RocksDB's internal-key comparator does for distinct user keys.
+class UserKeyOrder : public rocksdb::MemTableRep::KeyComparator {
+ public:
+  int operator()(const char* a, const char* b) const override {
+    return UserKey(rocksdb::GetLengthPrefixedSlice(a))
+        .compare(UserKey(rocksdb::GetLengthPrefixedSlice(b)));
+  }
+  int operator()(const char* a, const rocksdb::Slice& key) const override {
+    return UserKey(rocksdb::GetLengthPrefixedSlice(a)).compare(UserKey(key));
+  }
+
+ private:
+  static rocksdb::Slice UserKey(const rocksdb::Slice& internal_key) {
+    return rocksdb::Slice(internal_key.data(), internal_key.size() - 8);
+  }
+};
+
+// The memory contract: RocksDB seals a memtable when its arena plus the rep's
+// ApproximateMemoryUsage reach write_buffer_size, so the rep must report
+// every byte it will use, including what the flush needs to sort it (one
+// 16-byte key prefix and a pointer per entry). Before, the rep reported its
+// 8-byte pointers and the flush allocated a 24-byte array per entry on top.
+TEST(RunMemTableRepTest, ReportsTheMemoryItsFlushSortUses) {
+  RunMemTableFactory factory;
+  UserKeyOrder order;
+  std::unique_ptr<rocksdb::MemTableRep> rep(
+      factory.CreateMemTableRep(order, /*allocator=*/nullptr, nullptr, nullptr));
+  constexpr int kEntries = 10000;
+  constexpr size_t kSortItemBytes = 16 + sizeof(const char*);
+  std::mt19937_64 rng(11);
+  std::vector<std::string> entries(kEntries);
+  for (std::string& e : entries) {
+    // A 16-byte key (as keycodec's) and the 8-byte trailer, length-prefixed.
+    e = std::string(1, static_cast<char>(24));
+    for (int i = 0; i < 16; ++i) e.push_back(static_cast<char>(rng()));
+    e.append(8, '\0');
+    rep->Insert(const_cast<char*>(e.data()));
+  }
+  const size_t reported = rep->ApproximateMemoryUsage();
+  EXPECT_GE(reported, kEntries * kSortItemBytes);
+  EXPECT_LE(reported, kEntries * kSortItemBytes * 2);  // Growth slack, not a copy more.
+
+  rep->MarkReadOnly();
+  std::unique_ptr<rocksdb::MemTableRep::Iterator> it(rep->GetIterator(nullptr));
+  int count = 0;
+  const char* previous = nullptr;
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++count) {
+    if (previous != nullptr) {
+      EXPECT_LT(order(previous, it->key()), 0);
+    }
+    previous = it->key();
+  }
+  EXPECT_EQ(count, kEntries);
+  EXPECT_EQ(rep->ApproximateMemoryUsage(), reported);  // Sorted in place.
+}
+
+}  // namespace
+}  // namespace rocksort::store

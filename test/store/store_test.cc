@@ -1,0 +1,133 @@
+#include "store/store.h"
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "record/record.h"
+#include "test_util.h"
+
+namespace rocksort::store {
+namespace {
+
+using ::rocksort::testing::ScratchDir;
+
+// A stored record whose only job is to carry `payload` (as its read name,
+// which is what ReadBack returns).
+record::EncodedRecord Payload(const std::string& payload, std::string* storage) {
+  // block_size + 32 fixed bytes, then the NUL-terminated name.
+  storage->assign(36, '\0');
+  const uint32_t block_size = 32 + static_cast<uint32_t>(payload.size()) + 1;
+  std::memcpy(storage->data(), &block_size, 4);
+  (*storage)[12] = static_cast<char>(payload.size() + 1);
+  *storage += payload;
+  *storage += '\0';
+  record::EncodedRecord r;
+  r.parts[0] = *storage;
+  r.num_parts = 1;
+  r.total_size = storage->size();
+  return r;
+}
+
+StoreOptions SmallStore(const ScratchDir& dir) {
+  StoreOptions o;
+  o.memory_budget = 1 << 20;  // 256 KiB memtables.
+  o.threads = 2;              // Two lanes.
+  o.allow_compaction = false;
+  o.disk = DiskKind::kSsd;
+  o.dir_prefix = dir.File("rocksort.");
+  return o;
+}
+
+// Adds `n` records with random 12-byte keys, committing every `batch`.
+std::vector<std::string> Fill(TempStore& store, int n, int batch) {
+  std::mt19937_64 rng(7);
+  std::vector<std::string> keys;
+  std::string storage;
+  for (int i = 0; i < n; ++i) {
+    const std::string key = absl::StrFormat("%012x", rng() & 0xffffffffffffULL);
+    keys.push_back(key);
+    EXPECT_TRUE(store.Add(key, Payload(key + std::string(80, 'x'), &storage)).ok());
+    if ((i + 1) % batch == 0) EXPECT_TRUE(store.CommitBatch().ok());
+  }
+  EXPECT_TRUE(store.CommitBatch().ok());
+  return keys;
+}
+
+std::vector<std::string> ReadBack(TempStore& store) {
+  std::vector<std::string> keys;
+  absl::StatusOr<std::unique_ptr<SortedReader>> reader = store.NewReader();
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  absl::string_view value;
+  while ((*reader)->Next(&value)) {
+    keys.push_back(std::string(record::RecordView(value).qname().substr(0, 12)));
+  }
+  EXPECT_TRUE((*reader)->status().ok()) << (*reader)->status();
+  return keys;
+}
+
+TEST(TempStoreTest, ReadsBackEveryRecordInKeyOrderAcrossLanesAndRuns) {
+  ScratchDir dir;
+  absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(SmallStore(dir));
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::vector<std::string> keys = Fill(**store, 30000, 200);
+  ASSERT_TRUE((*store)->FinishLoading().ok());
+  const StoreReport report = (*store)->report();
+  // ~4 MB in 256 KiB memtables over two lanes: both lanes got several runs.
+  ASSERT_EQ(report.runs_after_load_per_lane.size(), 2u);
+  EXPECT_GE(report.runs_after_load_per_lane[0], 3);
+  EXPECT_GE(report.runs_after_load_per_lane[1], 3);
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(ReadBack(**store), keys);
+  EXPECT_TRUE((*store)->Destroy().ok());
+  EXPECT_TRUE(dir.List().empty());
+}
+
+TEST(TempStoreTest, TinyMemoryMergesDownToWhatTheFinalMergeReads) {
+  ScratchDir dir;
+  StoreOptions options = SmallStore(dir);
+  options.threads = 1;
+  absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  // ~130 runs of 256 KiB: more than one merge reads at one block per run
+  // within the 16 MiB floor of the final merge's memory.
+  std::vector<std::string> keys = Fill(**store, 300000, 500);
+  ASSERT_TRUE((*store)->FinishLoading().ok());
+  const StoreReport report = (*store)->report();
+  EXPECT_GT(report.intermediate_merges, 0);
+  EXPECT_LT(report.runs_merged(), report.runs_after_load_per_lane[0]);
+  EXPECT_GT(report.write_amplification(), 1.0);
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(ReadBack(**store), keys);
+}
+
+TEST(TempStoreTest, CancelledFlagStopsTheNextCommit) {
+  ScratchDir dir;
+  std::atomic<bool> cancelled{true};
+  StoreOptions options = SmallStore(dir);
+  options.cancelled = &cancelled;
+  absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::string storage;
+  ASSERT_TRUE((*store)->Add("k", Payload("v", &storage)).ok());
+  EXPECT_EQ((*store)->CommitBatch().code(), absl::StatusCode::kCancelled);
+  store->reset();
+  EXPECT_TRUE(dir.List().empty());
+}
+
+TEST(TempStoreTest, MissingParentDirectoryIsAnErrorNamingIt) {
+  StoreOptions options;
+  options.dir_prefix = "/nonexistent-dir-for-rocksort/x.";
+  absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(store.status().message().find("/nonexistent-dir-for-rocksort/x."), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rocksort::store
