@@ -46,7 +46,8 @@ enum LongOnly {
   kStatsJson,
   kReference,
   kWriteIndex,
-  kOutputFmtOption
+  kOutputFmtOption,
+  kTemplateCoordinate
 };
 
 absl::StatusOr<int> ParseInt(const char* flag, const char* text, int min, int max) {
@@ -103,9 +104,18 @@ std::string Usage() {
       "Usage: rocksort [options] [IN.bam|-] [OUT.bam]\n"
       "       rocksort [options] -o OUT.bam [IN.bam|-]\n"
       "\n"
-      "Sorts SAM/BAM/CRAM alignments by coordinate, like `samtools sort`, through a\n"
-      "temporary RocksDB. Input from a file or stdin (`-`, or omitted when stdin\n"
-      "is not a terminal); BAM output to OUT or stdout.\n"
+      "Sorts SAM/BAM/CRAM alignments like `samtools sort`, through a temporary\n"
+      "RocksDB. Input from a file or stdin (`-`, or omitted when stdin is not a\n"
+      "terminal); BAM output to OUT or stdout.\n"
+      "\n"
+      "Order (as samtools; the last of -n, -N, --template-coordinate wins):\n"
+      "  [default]     by coordinate\n"
+      "  -n            by read name, natural (digit runs compare as numbers)\n"
+      "  -N            by read name, byte order (also makes -n byte order)\n"
+      "  -t TAG        by the value of TAG first, then by coordinate, or by name\n"
+      "                with -n/-N\n"
+      "  --template-coordinate  by the template's outer ends, library, MI and\n"
+      "                name (for UMI tools); needs MC tags (samtools fixmate)\n"
       "\n"
       "Input/output:\n"
       "  -o FILE       write the sorted BAM to FILE [stdout]\n"
@@ -120,7 +130,8 @@ std::string Usage() {
       "  -u            uncompressed BAM output (same as -l 0; the later wins)\n"
       "  --no-PG       do not add a @PG line to the header\n"
       "  --write-index also write an index: OUT.csi, or INDEX for -o OUT##idx##INDEX\n"
-      "                (BAI if INDEX ends in .bai), as samtools sort --write-index\n"
+      "                (BAI if INDEX ends in .bai), as samtools sort --write-index;\n"
+      "                ignored, with a warning, for orders other than coordinate\n"
       "\n"
       "Resources:\n"
       "  -@, --threads INT  threads for decoding, sorting and compression [%d]\n"
@@ -166,6 +177,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       {"reference", required_argument, nullptr, kReference},
       {"write-index", no_argument, nullptr, kWriteIndex},
       {"output-fmt-option", required_argument, nullptr, kOutputFmtOption},
+      {"template-coordinate", no_argument, nullptr, kTemplateCoordinate},
       {nullptr, 0, nullptr, 0}};
   Command command;
   pipeline::SortOptions& o = command.sort;
@@ -175,11 +187,16 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   bool output_given = false;
   bool format_given = false;  // -O bam
   std::optional<int> format_level;  // level=N of -O or --output-fmt-option
+  // The order as samtools builds it: the last of -n/-N/--template-coordinate,
+  // whether -N was seen at all, and -t's tag.
+  keycodec::OrderKind order_kind = keycodec::OrderKind::kCoordinate;
+  bool lexicographic = false;
+  std::string sort_tag;
 
   optind = 0;  // Full reset of getopt, so tests can parse repeatedly.
   opterr = 0;
   for (;;) {
-    const int c = getopt_long(argc, argv, ":o:O:l:u@:m:T:s:vh", kLongOptions, nullptr);
+    const int c = getopt_long(argc, argv, ":o:O:l:u@:m:T:s:vhnNt:MI:K:w:HR", kLongOptions, nullptr);
     if (c == -1) break;
     switch (c) {
       case 'o':
@@ -284,6 +301,29 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       case kNoPg:
         o.add_pg = false;
         break;
+      case 'N':  // As in samtools: -N also makes a later -n lexicographic.
+        lexicographic = true;
+        order_kind = keycodec::OrderKind::kQueryName;
+        break;
+      case 'n':
+        order_kind = keycodec::OrderKind::kQueryName;
+        break;
+      case kTemplateCoordinate:
+        order_kind = keycodec::OrderKind::kTemplateCoordinate;
+        break;
+      case 't':
+        sort_tag = optarg;
+        break;
+      case 'M':
+      case 'I':
+      case 'K':
+      case 'w':
+      case 'H':
+      case 'R':
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "-%c: the minimiser order (samtools sort -M and its -I, -K, -w, -H, -R) is not "
+            "supported: it rewrites unplaced records, which rocksort stores unchanged",
+            static_cast<char>(c)));
       case 'h':
         command.action = Command::Action::kHelp;
         return command;
@@ -299,6 +339,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
     }
   }
   if (format_level.has_value()) o.level = *format_level;
+  ASSIGN_OR_RETURN(o.order, keycodec::SortOrder::FromFlags(order_kind, lexicographic, sort_tag));
   // The budget, threads x -m, must stay a size (ParseSize caps one at 2^62).
   if (o.memory_per_thread > (uint64_t{1} << 62) / static_cast<uint64_t>(o.threads)) {
     return absl::InvalidArgumentError(
@@ -357,6 +398,13 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       }
     }
   }
+  if (o.write_index && !o.order.is_coordinate()) {
+    // As samtools: a warning, and the sort goes on without an index.
+    command.warnings.push_back(
+        "ignoring --write-index: an index needs coordinate-sorted output");
+    o.write_index = false;
+    o.index_output.clear();
+  }
   if (o.write_index && o.output == "-") {
     return absl::InvalidArgumentError("--write-index needs an output file (-o FILE), not stdout");
   }
@@ -377,6 +425,9 @@ int RocksortMain(int argc, char** argv) {
   if (command->action == Command::Action::kVersion) {
     std::printf("rocksort %s (htslib %s)\n", ROCKSORT_VERSION, hts_version());
     return std::fflush(stdout) == 0 ? 0 : 1;
+  }
+  for (const std::string& warning : command->warnings) {
+    std::fprintf(stderr, "rocksort: warning: %s\n", warning.c_str());
   }
 #ifndef __OPTIMIZE__
   std::fputs("rocksort: warning: built without optimisation; expect it to be slow\n", stderr);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "pipeline/pipeline.h"
@@ -19,6 +20,8 @@ struct Command {
   Action action = Action::kSort;
   pipeline::SortOptions sort;
   std::string stats_json;  // --stats-json FILE; empty = none.
+  // Options accepted but overridden, as samtools warns of them.
+  std::vector<std::string> warnings;
 };
 
 // Parses argv. InvalidArgument (with a message for the user) on misuse.

@@ -52,6 +52,67 @@ TEST(ParseCommandLine, PositionalOutputAndStdin) {
   EXPECT_EQ(c->action, Command::Action::kHelp);
 }
 
+// samtools' rules: the last of -n/-N/--template-coordinate wins, -N also
+// makes a later -n lexicographic, -t turns any order but query name into
+// tag-then-coordinate.
+TEST(ParseCommandLine, OrderFlagsCombineAsInSamtools) {
+  using keycodec::OrderKind;
+  struct Case {
+    std::vector<std::string> flags;
+    OrderKind kind;
+    bool natural;
+    std::string tag;
+  };
+  const Case cases[] = {
+      {{}, OrderKind::kCoordinate, true, ""},
+      {{"-n"}, OrderKind::kQueryName, true, ""},
+      {{"-N"}, OrderKind::kQueryName, false, ""},
+      {{"-N", "-n"}, OrderKind::kQueryName, false, ""},
+      {{"-n", "--template-coordinate"}, OrderKind::kTemplateCoordinate, true, ""},
+      {{"--template-coordinate", "-n"}, OrderKind::kQueryName, true, ""},
+      {{"-t", "RG"}, OrderKind::kCoordinate, true, "RG"},
+      {{"-t", "RGX", "-n"}, OrderKind::kQueryName, true, "RG"},
+      {{"-t", "AS", "-N"}, OrderKind::kQueryName, false, "AS"},
+      {{"--template-coordinate", "-t", "MI"}, OrderKind::kCoordinate, true, "MI"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.flags;
+    args.push_back("in.bam");
+    const absl::StatusOr<Command> command = Parse(args);
+    ASSERT_TRUE(command.ok()) << command.status();
+    EXPECT_EQ(command->sort.order.kind, c.kind) << args[0];
+    EXPECT_EQ(command->sort.order.natural, c.natural) << args[0];
+    EXPECT_EQ(command->sort.order.tag, c.tag) << args[0];
+  }
+  EXPECT_FALSE(Parse({"-t", "X", "in.bam"}).ok());
+}
+
+TEST(ParseCommandLine, WriteIndexIsDroppedWithAWarningForOtherOrders) {
+  absl::StatusOr<Command> c = Parse({"-n", "--write-index", "-o", "o.bam##idx##o.bai", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->sort.write_index);
+  EXPECT_EQ(c->sort.output, "o.bam");
+  ASSERT_EQ(c->warnings.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(c->warnings[0], "--write-index"));
+  c = Parse({"--write-index", "-o", "o.bam", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->sort.write_index);
+  EXPECT_TRUE(c->warnings.empty());
+}
+
+TEST(ParseCommandLine, MinimiserOptionsAreRefusedWithTheReason) {
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{"-M"}, {"-R"}, {"-H"}, {"-K", "20"}, {"-w", "100"},
+                                             {"-I", "ref.fa"}}) {
+    std::vector<std::string> args = flags;
+    args.push_back("in.bam");
+    const absl::StatusOr<Command> c = Parse(args);
+    ASSERT_FALSE(c.ok()) << flags[0];
+    EXPECT_TRUE(absl::StrContains(c.status().message(), "minimiser")) << c.status();
+    EXPECT_TRUE(absl::StrContains(c.status().message(), flags[0])) << c.status();
+  }
+}
+
 TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
   absl::StatusOr<Command> c = Parse({"in.bam"});
   ASSERT_TRUE(c.ok());
