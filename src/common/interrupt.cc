@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/thread_usage.h"
 
 namespace rocksort {
 
@@ -80,7 +81,10 @@ InterruptGuard::InterruptGuard(absl::Duration grace) : state_(std::make_shared<S
   }
   pthread_sigmask(SIG_BLOCK, &state_->mask, &state_->old_mask);
   std::shared_ptr<State> state = state_;
-  state_->thread = std::thread([state] { state->Loop(); });
+  state_->thread = std::thread([state] {
+    SetThreadName("rs-signals");
+    state->Loop();
+  });
 }
 
 InterruptGuard::~InterruptGuard() {
@@ -131,6 +135,7 @@ CancelWatch::CancelWatch(const std::atomic<bool>* cancelled, std::function<void(
                          absl::Duration poll) {
   if (cancelled == nullptr) return;
   thread_ = std::thread([this, cancelled, on_cancel = std::move(on_cancel), poll] {
+    SetThreadName("rs-cancel");
     for (;;) {
       {
         absl::MutexLock lock(&mu_);

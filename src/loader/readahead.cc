@@ -7,13 +7,17 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/thread_usage.h"
 
 namespace rocksort::loader {
 
 SequentialReadahead::SequentialReadahead(int fd, uint64_t file_size, uint64_t window,
                                          uint64_t chunk)
     : fd_(fd), file_size_(file_size), window_(window), chunk_(chunk) {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    SetThreadName("rs-readahead");
+    Run();
+  });
 }
 
 void SequentialReadahead::Stop() {

@@ -18,6 +18,7 @@
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "libdeflate.h"
+#include "common/thread_usage.h"
 
 namespace rocksort::output {
 namespace {
@@ -143,8 +144,16 @@ class BgzfWriter::Impl {
       storage_.push_back(std::make_unique<Block>());
       free_.push_back(storage_.back().get());
     }
-    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
-    writer_ = std::thread([this] { WriterLoop(); });
+    for (int i = 0; i < threads; ++i) {
+      workers_.emplace_back([this] {
+        SetThreadName("rs-bgzf");
+        WorkerLoop();
+      });
+    }
+    writer_ = std::thread([this] {
+      SetThreadName("rs-write");
+      WriterLoop();
+    });
   }
 
   ~Impl() { Stop(); }

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "store/merge_plan_internal.h"
+#include "common/thread_usage.h"
 
 namespace rocksort::store {
 
@@ -99,6 +100,7 @@ absl::Status BackgroundMerger::Stop() {
 }
 
 void BackgroundMerger::Work(std::vector<int> lanes) {
+  SetThreadName("rs-merge");
   uint64_t seen = 0;
   size_t next = 0;  // Where MergeDue starts looking.
   for (;;) {

@@ -34,6 +34,7 @@
 #include "store/options_plan_internal.h"
 #include "store/rocksdb_log_internal.h"
 #include "store/temp_db_internal.h"
+#include "common/thread_usage.h"
 
 namespace rocksort::store {
 namespace {
@@ -156,6 +157,7 @@ absl::StatusOr<int> MergeDownLanes(rocksdb::DB* db,
   std::vector<absl::StatusOr<int>> results(lanes.size(), 0);
   std::atomic<bool> stop{false};
   auto merge_lane = [&](size_t i) {
+    if (i > 0) SetThreadName("rs-merge");
     results[i] = MergeDown(db, lanes[i], max_runs_per_lane, fan_in, compression, cancelled, stop,
                            after_merge);
     if (!results[i].ok()) stop.store(true);
