@@ -1,69 +1,82 @@
 #!/usr/bin/env bash
-# Smoke test of a benchmark harness (tools/bench.sh or tools/bench_hdd.sh) on
-# a 1 MiB input: it runs every command (bench_hdd.sh: the sorts and the
-# unsorted copy), prints a result row for rocksort, and its --verify finds
-# rocksort's output identical to samtools'. Timing is not
-# checked: the figures come from real runs (docs/benchmarks.md).
+# Smoke test of the benchmark harness, tools/bench.sh, on a 1 MiB generated
+# input on the emulated HDD (-@ 1 -m 8M, --only all,copy --verify --keep):
+# every command gets a result row with a peak-temp figure, each kept
+# timeline is well formed, and --verify finds rocksort's output identical to
+# samtools'. Timing is not checked: the figures come from real runs
+# (docs/benchmarks.md).
 #
-# Usage: bench_smoke.sh bench|bench_hdd ROCKSORT GEN_READS
-# Exit status 77 (skipped) when bench_hdd.sh cannot run here: it needs root,
-# cgroup v1 blkio and memory hierarchies and a work directory on a block
-# device, and only one instance may run at a time.
+# Usage: bench_smoke.sh ROCKSORT GEN_READS
+# samtools 1.23.1, the harness's default peer, is used when it is installed
+# at /opt/samtools-1.23.1; otherwise Debian's samtools stands in (the build
+# and CI never need 1.23.1). Exit status 77 (skipped) when the harness cannot
+# run here: it needs root, cgroup v1 blkio and memory hierarchies and a work
+# directory on a block device, and only one instance may run at a time.
 set -euo pipefail
 
-harness=$1 rocksort=$2 gen=$3
+rocksort=$1 gen=$2
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-lock=/run/lock/rocksort-bench-hdd.lock  # bench_hdd.sh's LOCK
+readonly lock=/run/lock/rocksort-bench-hdd.lock  # HDD_LOCK of tools/hdd_emulation.sh
+readonly peer=/opt/samtools-1.23.1/bin/samtools
+readonly commands=(samtools rocksort copy)
 
+# Prints why the test is skipped and exits 77.
 skip() {
   echo "bench_smoke: skipped: $*"
   exit 77
 }
 
+# Prints the harness's output and message $1, and exits 1.
+fail() {
+  cat -- "$work/out.txt"
+  echo "bench_smoke: $1" >&2
+  exit 1
+}
+
+((EUID == 0)) || skip "not root"
+[[ -e /sys/fs/cgroup/blkio/blkio.throttle.read_iops_device ]] || skip "no cgroup v1 blkio hierarchy"
+[[ -e /sys/fs/cgroup/memory/memory.limit_in_bytes ]] || skip "no cgroup v1 memory hierarchy"
+if [[ -e $lock ]] && ! flock -n "$lock" true; then
+  skip "another benchmark holds $lock"
+fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/rocksort-bench-smoke.XXXXXX")"
 trap 'rm -rf -- "$work"' EXIT
+dev=$(stat -c '%Hd:%Ld' -- "$work")
+[[ $dev != 0:* && -e /sys/dev/block/$dev ]] || skip "$work is not on a block device"
 
-args=(--size 1M --threads 1 --mem 8M --verify --workdir "$work"
-      --rocksort "$rocksort" --gen "$gen")
-case $harness in
-  bench)
-    "$repo/tools/bench.sh" "${args[@]}" >"$work/out.txt" 2>&1 || {
-      cat "$work/out.txt"; exit 1; }
-    ;;
-  bench_hdd)
-    ((EUID == 0)) || skip "not root"
-    [[ -e /sys/fs/cgroup/blkio/blkio.throttle.read_iops_device ]] ||
-      skip "no cgroup v1 blkio hierarchy"
-    [[ -e /sys/fs/cgroup/memory/memory.limit_in_bytes ]] || skip "no cgroup v1 memory hierarchy"
-    [[ $(stat -c %Hd -- "$work") != 0 ]] || skip "$work is not on a block device"
-    if [[ -e $lock ]] && ! flock -n "$lock" true; then
-      skip "another bench_hdd.sh is running"
-    fi
-    "$repo/tools/bench_hdd.sh" "${args[@]}" --only all,copy --keep >"$work/out.txt" 2>&1 || {
-      cat "$work/out.txt"; exit 1; }
-    grep -Eq '^  copy +1 +[0-9.]+ ' "$work/out.txt" ||
-      { cat "$work/out.txt"; echo "bench_smoke: no result row for copy" >&2; exit 1; }
-    # The kept timeline: its header, then rows of four numbers (a run this
-    # short may end before the first one-second sample).
-    timeline="$work/timeline.rocksort.tsv"
-    [[ $(head -n 1 -- "$timeline") == $'seconds\treads_per_s\tread_MiB_per_s\tcores_busy' ]] ||
-      { echo "bench_smoke: no timeline header in $timeline" >&2; exit 1; }
-    awk -F '\t' 'NR > 1 && (NF != 4 || $4 !~ /^[0-9.]+$/) { bad = 1 } END { exit bad }' \
-      "$timeline" || { echo "bench_smoke: malformed timeline row in $timeline" >&2; exit 1; }
-    ;;
-  *)
-    echo "bench_smoke: unknown harness '$harness'" >&2
-    exit 2
-    ;;
-esac
-
-cat "$work/out.txt"
-grep -Eq '^  rocksort +1 +[0-9.]+ ' "$work/out.txt" ||
-  { echo "bench_smoke: no result row for rocksort" >&2; exit 1; }
-grep -q 'records: IDENTICAL' "$work/out.txt" ||
-  { echo "bench_smoke: --verify did not report identical records" >&2; exit 1; }
-if grep -q 'DIFFERENT' "$work/out.txt"; then
-  echo "bench_smoke: --verify reported a difference" >&2
-  exit 1
+samtools_args=()
+if [[ ! -x $peer ]]; then
+  echo "bench_smoke: $peer not found; Debian's samtools is the baseline (--samtools /usr/bin/samtools)"
+  samtools_args=(--samtools /usr/bin/samtools)
 fi
-echo "bench_smoke: $harness OK"
+"$repo/tools/bench.sh" --input gen:1M --threads 1 --mem 8M --disk hdd --only all,copy --verify \
+  --keep --workdir "$work" --rocksort "$rocksort" --gen "$gen" "${samtools_args[@]}" \
+  >"$work/out.txt" 2>&1 || fail "the harness failed"
+
+# A result row per command: 13 columns, the twelfth the peak temporary bytes.
+[[ $(grep -E '^  command +run ' "$work/out.txt" | awk '{ print $12 }') == tmp_bytes ]] ||
+  fail "no tmp_bytes column in the results"
+for name in "${commands[@]}"; do
+  awk -v n="$name" '$1 == n && $2 == 1 && NF == 13 && $3 ~ /^[0-9.]+$/ && $12 ~ /^[0-9]+$/ { ok = 1 }
+    END { exit !ok }' "$work/out.txt" || fail "no result row for $name"
+done
+grep -Eq '^  rocksort +[0-9.]+ [0-9.]+ \([^)]+\) +[0-9.]+$' "$work/out.txt" ||
+  fail "no wall-time ratios for rocksort"
+# The kept timelines: the header, then rows of five numbers (a run this
+# short may end before the first one-second sample).
+for name in "${commands[@]}"; do
+  timeline="$work/timeline.$name.tsv"
+  [[ -f $timeline && $(head -n 1 -- "$timeline") == \
+    $'seconds\treads_per_s\tread_MiB_per_s\tcores_busy\ttemp_MiB' ]] ||
+    fail "no timeline header in $timeline"
+  awk -F '\t' 'NR > 1 { for (i = 1; i <= 5; i++) if (NF != 5 || $i !~ /^[0-9.]+$/) bad = 1 }
+    END { exit bad }' "$timeline" || fail "malformed timeline row in $timeline"
+  [[ -f $work/out.$name.bam ]] || fail "--keep did not keep out.$name.bam"
+done
+grep -q '^  rocksort records: IDENTICAL' "$work/out.txt" ||
+  fail "--verify did not report identical records"
+grep -q '^  rocksort header (without @PG): IDENTICAL' "$work/out.txt" ||
+  fail "--verify did not report identical headers"
+! grep -q 'DIFFERENT' "$work/out.txt" || fail "--verify reported a difference"
+cat -- "$work/out.txt"
+echo "bench_smoke: OK"
