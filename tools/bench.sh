@@ -201,7 +201,7 @@ version_of() { "$1" --version 2>/dev/null | head -n 1; }
 # while it counts are skipped.
 dir_bytes() {
   { find "$1" -type f -printf '%s\n' 2>/dev/null || true; } |
-    awk '{ s += $1 } END { printf "%d\n", s }'
+    awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 
 # True if command $1 is in the list of commands to run.
@@ -590,14 +590,14 @@ measured_run() {
   local wall user sys rss written
   read -r wall user sys rss written < <(tail -n 1 -- "$timefile")
   [[ -f $out ]] || die "$name exited 0 but wrote no $out"
-  printf '  run %d: %-18s %7.2f s wall, %d reads / %.1f MiB read (peak %d reads/s), peak temp %d bytes,' \
+  printf '  run %d: %-18s %7.2f s wall, %d reads / %.1f MiB read (peak %d reads/s), peak temp %s bytes,' \
     "$run" "$name" "$wall" "$hdd_reqs" "$(awk -v b="$hdd_bytes" 'BEGIN { print b / 1048576 }')" \
     "$peak_rps" "$tmp_peak"
   printf ' memory limit hit %d times\n' "$hdd_failcnt"
   awk -v t="$name" -v r="$run" -v w="$wall" -v u="$user" -v s="$sys" -v m="$rss" \
     -v c="$hdd_cg_max" -v rb="$hdd_bytes" -v rq="$hdd_reqs" -v p="$peak_rps" \
     -v wb="$written" -v tp="$tmp_peak" -v b="$(stat -c %s -- "$out")" \
-    'BEGIN { printf "%s %d %.2f %.2f %.1f %.1f %.1f %d %d %.1f %d %d\n", t, r, w, u + s, m / 1024,
+    'BEGIN { printf "%s %d %.2f %.2f %.1f %.1f %.1f %d %d %.1f %.0f %.0f\n", t, r, w, u + s, m / 1024,
              c / 1048576, rb / 1048576, rq, p, wb * 512 / 1048576, tp, b }' \
     >>"$scratch/results"
 }
@@ -626,7 +626,7 @@ print_results() {
       return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
     }
     function row(t, r, w, c, m, g, rb, rq, p, wb, tp, b) {
-      printf "  %-18s %4s %8.2f %7.2f %7.1f %7.1f %8.1f %9d %6.1f %6d %9.1f %12d %12d\n", t, r, w, c,
+      printf "  %-18s %4s %8.2f %7.2f %7.1f %7.1f %8.1f %9d %6.1f %6d %9.1f %12.0f %12.0f\n", t, r, w, c,
         m, g, rb, rq, (w > 0 ? rq / w : 0), p, wb, tp, b
     }
     function ratio(w, base) {
