@@ -9,24 +9,22 @@
 #include <cmath>
 #include <cstring>
 #include <cstdio>
-#include <optional>
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/size.h"
 #include "common/status_macros.h"
 #include "htslib/hts.h"
 #include "common/allocator.h"
 #include "common/interrupt.h"
+#include "output/output.h"
 
 #ifndef ROCKSORT_VERSION
 #define ROCKSORT_VERSION "unknown"
@@ -59,33 +57,6 @@ absl::StatusOr<int> ParseInt(const char* flag, const char* text, int min, int ma
   return value;
 }
 
-// One of samtools' output format options, from `-O bam,OPTION` or
-// `--output-fmt-option OPTION` (`what` names the argument in messages).
-// rocksort acts on level=N (the name in any case, as htslib); the others,
-// threads and the options of other formats, are refused rather than ignored.
-absl::Status ParseOutputFormatOption(absl::string_view what, absl::string_view option,
-                                     std::optional<int>* level) {
-  if (!absl::StartsWithIgnoreCase(option, "level=")) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: rocksort supports only the output format option level=N (threads: -@)", what));
-  }
-  const absl::string_view value = option.substr(6);
-  // htslib reads the value with strtol(..., 0): samtools takes level=09 as
-  // octal 0 (an uncompressed file), not 9. Refused rather than guessed.
-  if (value.size() > 1 && value[0] == '0') {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: write the level without a leading zero (samtools would read "
-                        "\"%s\" as an octal number)",
-                        what, value));
-  }
-  absl::StatusOr<int> parsed = ParseInt("level", std::string(value).c_str(), 0, 9);
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", parsed.status().message()));
-  }
-  *level = *parsed;
-  return absl::OkStatus();
-}
-
 // Raises the soft open-files limit to the hard one: the final merge keeps
 // one file open per sorted run.
 void RaiseOpenFileLimit() {
@@ -106,7 +77,7 @@ std::string Usage() {
       "\n"
       "Sorts SAM/BAM/CRAM alignments like `samtools sort`, through a temporary\n"
       "RocksDB. Input from a file or stdin (`-`, or omitted when stdin is not a\n"
-      "terminal); BAM output to OUT or stdout.\n"
+      "terminal); output to OUT or stdout, in the format samtools would write.\n"
       "\n"
       "Order (as samtools; the last of -n, -N, --template-coordinate wins):\n"
       "  [default]     by coordinate\n"
@@ -118,20 +89,25 @@ std::string Usage() {
       "                name (for UMI tools); needs MC tags (samtools fixmate)\n"
       "\n"
       "Input/output:\n"
-      "  -o FILE       write the sorted BAM to FILE [stdout]\n"
-      "  -O bam[,level=N]  output format; accepted for samtools compatibility: BAM\n"
-      "                only; needed to write BAM to a name for which samtools would\n"
-      "                write another format (.sam, .cram, .fq, .fa, and with .gz)\n"
-      "  --output-fmt-option level=N  compression level 0..9; like -O bam,level=N\n"
-      "                it overrides -l and -u, as in samtools\n"
-      "  --reference FILE  reference FASTA for CRAM input; for SAM text without @SQ\n"
-      "                lines, a FASTA index (.fai) naming the references, as samtools\n"
-      "  -l INT        output compression level 0..9 [%s]\n"
-      "  -u            uncompressed BAM output (same as -l 0; the later wins)\n"
+      "  -o FILE       write the sorted output to FILE [stdout]; as in samtools, its\n"
+      "                name chooses the format: .sam SAM, .sam.gz BGZF-compressed SAM,\n"
+      "                .cram CRAM, .fq/.fastq FASTQ, .fa/.fasta FASTA (those also\n"
+      "                with .gz), anything else BAM\n"
+      "  -O, --output-fmt FORMAT[,OPTION[=VALUE]]...  output format whatever the\n"
+      "                name: bam, sam, sam.gz, cram, fastq, fasta; options as below\n"
+      "  --output-fmt-option OPTION[=VALUE]  one of htslib's output format options,\n"
+      "                as samtools: level=N (0..9; overrides -l and -u), for CRAM\n"
+      "                version=3.0, embed_ref=1, no_ref=1, reference=FASTA, ...\n"
+      "  --reference FILE  reference FASTA for CRAM input and output; for SAM text\n"
+      "                without @SQ lines, a FASTA index (.fai) naming the references\n"
+      "  -l INT        compression level 0..9 of BAM, CRAM and BGZF text output;\n"
+      "                uncompressed SAM ignores it, as in samtools [BAM: %s]\n"
+      "  -u            uncompressed output (same as -l 0; the later wins)\n"
       "  --no-PG       do not add a @PG line to the header\n"
-      "  --write-index also write an index: OUT.csi, or INDEX for -o OUT##idx##INDEX\n"
-      "                (BAI if INDEX ends in .bai), as samtools sort --write-index;\n"
-      "                ignored, with a warning, for orders other than coordinate\n"
+      "  --write-index also write an index: OUT.csi (OUT.crai for CRAM), or INDEX\n"
+      "                for -o OUT##idx##INDEX (BAI if INDEX ends in .bai), as\n"
+      "                samtools sort --write-index; not for uncompressed SAM; ignored,\n"
+      "                with a warning, for orders other than coordinate\n"
       "\n"
       "Resources:\n"
       "  -@, --threads INT  threads for decoding, sorting and compression [%d]\n"
@@ -159,7 +135,8 @@ std::string Usage() {
       "  --stats-json FILE  write the statistics as JSON to FILE\n"
       "  -h, --help    print this help and exit\n"
       "  --version     print the version and exit\n",
-      d.level < 0 ? "6" : absl::StrCat(d.level), d.threads, FormatSize(d.memory_per_thread));
+      d.format.level < 0 ? "6" : absl::StrCat(d.format.level), d.threads,
+      FormatSize(d.memory_per_thread));
 }
 
 absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_terminal) {
@@ -185,8 +162,9 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   std::vector<std::string> args(argv, argv + argc);
   o.command_line = absl::StrJoin(args, " ");
   bool output_given = false;
-  bool format_given = false;  // -O bam
-  std::optional<int> format_level;  // level=N of -O or --output-fmt-option
+  // -O, --output-fmt-option, --reference, -l and -u, in order, as samtools
+  // collects them; resolved once the output's name is known.
+  output::OutputFormatRequest format;
   // The order as samtools builds it: the last of -n/-N/--template-coordinate,
   // whether -N was seen at all, and -t's tag.
   keycodec::OrderKind order_kind = keycodec::OrderKind::kCoordinate;
@@ -204,23 +182,20 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         output_given = true;
         break;
       case 'O': {
-        // samtools' spelling, accepted so that its command lines work; the
-        // output is always BAM. Options may follow: bam,level=1.
-        const std::vector<absl::string_view> parts = absl::StrSplit(optarg, ',');
+        // FORMAT[,OPTION...]: as htslib's hts_parse_format, a later -O
+        // replaces the format and adds its options to the earlier ones.
         const std::string what = absl::StrCat("-O ", optarg);
-        if (!absl::EqualsIgnoreCase(parts[0], "bam")) {
-          return absl::InvalidArgumentError(absl::StrCat(what, ": rocksort writes BAM only"));
-        }
+        const std::vector<absl::string_view> parts = absl::StrSplit(optarg, ',');
+        format.format = std::string(parts[0]);
+        format.format_origin = what;
         for (size_t i = 1; i < parts.size(); ++i) {
           if (parts[i].empty()) continue;  // "bam," as samtools allows
-          RETURN_IF_ERROR(ParseOutputFormatOption(what, parts[i], &format_level));
+          format.options.push_back({std::string(parts[i]), what});
         }
-        format_given = true;
         break;
       }
       case kOutputFmtOption:
-        RETURN_IF_ERROR(ParseOutputFormatOption(
-            absl::StrCat("--output-fmt-option ", optarg), optarg, &format_level));
+        format.options.push_back({optarg, absl::StrCat("--output-fmt-option ", optarg)});
         break;
       case kWriteIndex:
         o.write_index = true;
@@ -228,15 +203,18 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       case kReference:
         if (*optarg == '\0') return absl::InvalidArgumentError("--reference needs a file name");
         o.reference = optarg;
+        // As samtools: the reference of the input and of a CRAM output.
+        format.options.push_back(
+            {absl::StrCat("reference=", optarg), absl::StrCat("--reference ", optarg)});
         break;
       case 'l': {
         absl::StatusOr<int> level = ParseInt("-l", optarg, 0, 9);
         if (!level.ok()) return level.status();
-        o.level = *level;
+        format.level = *level;
         break;
       }
       case 'u':  // As in samtools, the later of -u and -l wins.
-        o.level = 0;
+        format.level = 0;
         break;
       case '@': {
         absl::StatusOr<int> threads = ParseInt("-@", optarg, 0, 1024);
@@ -338,7 +316,6 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
             absl::StrFormat("unknown option %s", argv[optind - 1]));
     }
   }
-  if (format_level.has_value()) o.level = *format_level;
   ASSIGN_OR_RETURN(o.order, keycodec::SortOrder::FromFlags(order_kind, lexicographic, sort_tag));
   // The budget, threads x -m, must stay a size (ParseSize caps one at 2^62).
   if (o.memory_per_thread > (uint64_t{1} << 62) / static_cast<uint64_t>(o.threads)) {
@@ -373,31 +350,10 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
           o.index_output, HTS_IDX_DELIM));
     }
   }
-  // samtools picks SAM or CRAM by the output's extension unless -O says
-  // otherwise; BAM under such a name would be a silent surprise.
-  if (!format_given) {
-    // As htslib's sam_open_mode reads a name: an optional ".gz" (matched
-    // case-sensitively), then the format's extension (case-insensitively).
-    absl::string_view name = o.output;
-    const bool gz = absl::ConsumeSuffix(&name, ".gz");
-    const size_t dot = name.rfind('.');
-    const absl::string_view ext = dot == absl::string_view::npos ? "" : name.substr(dot + 1);
-    constexpr struct {
-      const char* ext;
-      const char* format;
-      bool gz;  // Also with ".gz" (samtools has no compressed CRAM).
-    } kOtherFormats[] = {{"sam", "SAM", true},      {"cram", "CRAM", false},
-                         {"fq", "FASTQ", true},     {"fastq", "FASTQ", true},
-                         {"fa", "FASTA", true},     {"fasta", "FASTA", true}};
-    for (const auto& other : kOtherFormats) {
-      if (absl::EqualsIgnoreCase(ext, other.ext) && (!gz || other.gz)) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "output \"%s\": samtools would write %s for this name, and rocksort writes BAM "
-            "only; name it .bam, or add -O bam to write BAM under this name",
-            o.output, other.format));
-      }
-    }
-  }
+  // As samtools: -O, else the output's name (level= options override -l
+  // and -u, as samtools applies them after opening).
+  format.path = o.output;
+  ASSIGN_OR_RETURN(o.format, output::ResolveOutputFormat(format));
   if (o.write_index && !o.order.is_coordinate()) {
     // As samtools: a warning, and the sort goes on without an index.
     command.warnings.push_back(
@@ -407,6 +363,13 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   }
   if (o.write_index && o.output == "-") {
     return absl::InvalidArgumentError("--write-index needs an output file (-o FILE), not stdout");
+  }
+  if (o.write_index && !o.format.indexable()) {
+    // samtools fails too, but only after sorting.
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--write-index: %s output can't be indexed; write BAM, CRAM or BGZF-compressed SAM "
+        "(.sam.gz)",
+        o.format.Describe()));
   }
   return command;
 }

@@ -12,12 +12,17 @@
 // into, in sorted order. The BAM sink (OpenBamSink) is the zero-copy path:
 // stored records already are BAM records, so it only packs them into BGZF
 // blocks, compressed in parallel by libdeflate, and builds the index on the
-// fly from the offsets it writes. Sinks that need htslib's writers (SAM,
-// CRAM) decode each record (record::DecodeRecord) behind the same
-// interface, so the pipeline does not change with the format.
+// fly from the offsets it writes. The htslib sink (SAM, SAM.gz, CRAM, and
+// FASTQ/FASTA as samtools writes them) decodes each record
+// (record::DecodeRecord) and hands it to htslib's writer behind the same
+// interface, so the pipeline does not change with the format: it resolves
+// an OutputFormat once (ResolveOutputFormat, samtools' rules), checks it
+// before the sort (CheckSink) and opens the sink for it (OpenSink).
 //
 // OutputFile is a single owner, not thread-safe. A RecordSink is used by one
-// thread; the BAM sink runs its own compression and writer threads.
+// thread; the BAM sink runs its own compression and writer threads, the
+// htslib sink htslib's thread pool. The format functions are pure and
+// thread-safe.
 #ifndef ROCKSORT_OUTPUT_OUTPUT_H_
 #define ROCKSORT_OUTPUT_OUTPUT_H_
 
@@ -25,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -137,6 +143,126 @@ absl::StatusOr<std::unique_ptr<RecordSink>> OpenBamSink(const sam_hdr_t& header,
 // Serialises `header` as a BAM header (magic, text, reference list).
 // InvalidArgument when a reference is longer than BAM can describe.
 absl::StatusOr<std::string> EncodeBamHeader(const sam_hdr_t& header);
+
+// ---------------------------------------------------------------------------
+// Output formats, chosen as samtools 1.23.1 `sort` chooses them.
+
+// What htslib writes. DO NOT rely on the enum values; they are not stored.
+enum class OutputKind { kBam, kSam, kCram, kFastq, kFasta };
+
+// A resolved output format: what ResolveOutputFormat returns and the
+// pipeline passes to CheckSink and OpenSink unchanged. The default is BAM
+// at the default level, what rocksort writes without format flags.
+struct OutputFormat {
+  OutputKind kind = OutputKind::kBam;
+  // SAM, FASTQ and FASTA only: BGZF-compressed text (htslib's mode "z").
+  // BAM always is BGZF, CRAM has its own compression.
+  bool bgzf = false;
+  // -l / -u: the digit samtools appends to the open mode, 0..9; -1 = none
+  // (htslib's default). htslib uses it for BGZF and CRAM and ignores it for
+  // uncompressed text, as samtools does.
+  int level = -1;
+  // The output format options (htslib's hts_opt_add spellings, "name=value"
+  // or a bare "name"), in the order given; the htslib sink applies them
+  // with hts_opt_apply after opening, as samtools does. --reference FILE is
+  // here as "reference=FILE", as samtools adds it. Validated by
+  // ResolveOutputFormat.
+  std::vector<std::string> options;
+
+  // The BGZF level of the BAM sink: `level`, overridden by each level=N
+  // and by the profiles (fast: 2, normal: default, small and archive: 9, as
+  // htslib maps them with libdeflate), in order, as hts_opt_apply applies
+  // them after opening. -1 = default (6).
+  int EffectiveLevel() const;
+  // htslib's open mode for the htslib sink: "w", then b/c/f/F for the
+  // format, "z" for BGZF text, and the level digit, e.g. "wz6" or "wc".
+  std::string HtsMode() const;
+  // "BAM", "SAM", "BGZF-compressed SAM", "CRAM", "FASTQ", ... for messages.
+  std::string Describe() const;
+  // Whether samtools can index the output (--write-index): BAM, CRAM and
+  // BGZF-compressed SAM (samtools fails for the others).
+  bool indexable() const;
+  // The index samtools' --write-index writes when no ##idx## name is given:
+  // OUT + ".crai" for CRAM, else OUT + ".csi".
+  const char* index_suffix() const { return kind == OutputKind::kCram ? ".crai" : ".csi"; }
+  // The reference of the last reference= option ("" if none): what CRAM
+  // encoding uses, with htslib's own lookup (REF_PATH, REF_CACHE, @SQ UR
+  // and M5) for sequences it does not hold.
+  std::string reference() const;
+};
+
+// The command line's output format flags, as samtools' `sort` reads them.
+struct OutputFormatRequest {
+  // The output file (-o or the positional OUT) without any "##idx##INDEX";
+  // "-" for stdout.
+  std::string path = "-";
+  // The format name of the last -O / --output-fmt (before any comma); empty
+  // when none was given.
+  std::string format;
+  // How that -O was given, for messages (e.g. "-O sam,level=1").
+  std::string format_origin;
+  struct Option {
+    std::string text;    // "level=1", "embed_ref", "reference=ref.fa"
+    std::string origin;  // For messages: "--output-fmt-option level=1".
+  };
+  // Every format option in command-line order: those after -O's comma,
+  // --output-fmt-option's, and "reference=FILE" for --reference.
+  std::vector<Option> options;
+  // -l N / -u (0): the last one given; -1 = neither.
+  int level = -1;
+};
+
+// The output format samtools 1.23.1 `sort` writes for `request`:
+//   * the mode from the file name as htslib's sam_open_mode reads it: the
+//     extension after the last '.' (before any "##idx##"), taking one more
+//     for a final ".gz" (lower case only) or ".bgz"; "sam" SAM, "sam.gz"
+//     BGZF SAM, "cram" CRAM, "fq"/"fastq" and "fa"/"fasta" (each also with
+//     ".gz") FASTQ and FASTA, matched in any case; anything else, and
+//     stdout, BAM;
+//   * -O sets the format (sam, sam.gz, bam, cram, fastq/fq, fasta/fa and
+//     their .gz forms, in any case) whatever the name, keeping the name's
+//     BGZF compression for text formats. -O sam.gz, and -O sam with any
+//     level= option, write BGZF SAM; -O fastq.gz and -O fasta.gz do not
+//     compress (htslib only applies "compressed" to SAM);
+//   * -l / -u is the mode's level digit, which uncompressed text ignores.
+// InvalidArgument, naming the flag, for an unknown format or option, an
+// option rocksort does not take (nthreads=: use -@; filter=, which would
+// drop records; verbosity=: use -v) and a level= that is not 0..9 (or has
+// a leading zero, which samtools reads as octal).
+absl::StatusOr<OutputFormat> ResolveOutputFormat(const OutputFormatRequest& request);
+
+// How a sink runs and what else it writes.
+struct SinkOptions {
+  int threads = 1;  // -@: BGZF compressors (BAM) or htslib's thread pool.
+  // BAM only: see BamSinkOptions::queue_bytes.
+  size_t queue_bytes = 0;
+  // Also write an index to this file (empty: none), as samtools sort
+  // --write-index: for BAM and BGZF SAM, BAI when index_name ends in
+  // ".bai", else CSI; for CRAM, .crai. REQUIRES: the format is indexable
+  // and records arrive in coordinate order.
+  std::string index_path;
+  // The index's final name (index_path may be a partial file).
+  std::string index_name;
+};
+
+// Checks, before the sort, what can fail when the output is opened: an
+// index asked for a format that has none (InvalidArgument), and for the
+// formats htslib writes, the options and the header as htslib takes them,
+// by opening a writer on /dev/null and writing the header: a CRAM
+// reference that can't be loaded (a missing or unreadable FASTA, or
+// embed_ref=1 without a reference) fails here instead of after the sort.
+// `name` names the output in messages.
+absl::Status CheckSink(const OutputFormat& format, const sam_hdr_t& header,
+                       const std::string& name, bool write_index);
+
+// Opens the sink for `format` on `fd`, which stays the caller's (the htslib
+// sink writes through a duplicate and closes only that), and writes the
+// header: the BAM sink for BAM, the htslib sink otherwise. `header` must
+// outlive the sink. Errors name `name` and, for CRAM, the reference.
+absl::StatusOr<std::unique_ptr<RecordSink>> OpenSink(const OutputFormat& format,
+                                                     const sam_hdr_t& header, int fd,
+                                                     const std::string& name,
+                                                     const SinkOptions& options);
 
 }  // namespace rocksort::output
 

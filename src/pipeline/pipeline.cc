@@ -180,7 +180,8 @@ absl::StatusOr<Outputs> CreateOutputs(const SortOptions& options, CleanupRegistr
         out.data->name()));
   }
   const std::string index_path =
-      options.index_output.empty() ? options.output + ".csi" : options.index_output;
+      options.index_output.empty() ? options.output + options.format.index_suffix()
+                                   : options.index_output;
   ASSIGN_OR_RETURN(out.index, output::OutputFile::Create(index_path, registry));
   if (out.index->is_stream()) {
     return absl::InvalidArgumentError(
@@ -236,6 +237,11 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: %s", input->name(), encoded.status().message()));
   }
+  // So does an output htslib can't write as asked (a CRAM reference that
+  // can't be loaded, an index for uncompressed SAM).
+  RETURN_IF_ERROR(output::CheckSink(options.format, *out_header,
+                                    options.output == "-" ? "stdout" : options.output,
+                                    options.write_index));
   ASSIGN_OR_RETURN(const std::unique_ptr<keycodec::KeyEncoder> keys,
                    keycodec::MakeKeyEncoder(options.order, input->header()));
   ASSIGN_OR_RETURN(Outputs outputs, CreateOutputs(options, registry));
@@ -278,8 +284,7 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
   // Emit.
   PhaseMeter emit(Phase::kEmit, observer, report);
   ASSIGN_OR_RETURN(std::unique_ptr<store::SortedReader> sorted, store->NewReader());
-  output::BamSinkOptions sink_options;
-  sink_options.level = options.level;
+  output::SinkOptions sink_options;
   sink_options.threads = threads;
   // While this thread waits for a run's read (on a rotating disk a seek
   // plus readahead / ~180 MB/s: ~20 ms for 2 MiB), the compressors live on
@@ -291,8 +296,8 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
     sink_options.index_name = outputs.index->name();
   }
   ASSIGN_OR_RETURN(std::unique_ptr<output::RecordSink> sink,
-                   output::OpenBamSink(*out_header, outputs.data->fd(), outputs.data->name(),
-                                       sink_options));
+                   output::OpenSink(options.format, *out_header, outputs.data->fd(),
+                                    outputs.data->name(), sink_options));
   absl::StatusOr<RecordTally> written = Emit(*sorted, *sink, cancelled);
   emit.End();
   sorted.reset();  // Before the store it reads.

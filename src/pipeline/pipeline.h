@@ -27,6 +27,7 @@
 #include "common/disk_info.h"
 #include "common/interrupt.h"
 #include "keycodec/sort_order.h"
+#include "output/output.h"
 #include "store/store.h"
 
 namespace rocksort::pipeline {
@@ -42,16 +43,21 @@ struct SortOptions {
   // that has none), as samtools' --reference. Empty: htslib's own lookup
   // (the header's UR, REF_PATH, REF_CACHE).
   std::string reference;
+  // -O, --output-fmt-option, -l, -u and the output's name, resolved as
+  // samtools does (output::ResolveOutputFormat): BAM, SAM, CRAM, ... and
+  // the compression level. Default: BAM at the default level.
+  output::OutputFormat format;
   // --write-index: also write an index of the output, as samtools sort's
-  // --write-index: to `index_output`, else OUTPUT.csi. BAI when the name
-  // ends in ".bai", CSI otherwise. Needs an output file (not stdout).
+  // --write-index: to `index_output`, else OUTPUT.csi (OUTPUT.crai for
+  // CRAM). BAI when the name ends in ".bai", CSI otherwise (CRAM: always
+  // .crai). Needs an output file (not stdout) in a format samtools can
+  // index (not uncompressed SAM, FASTQ or FASTA).
   bool write_index = false;
   std::string index_output;
   // -@: threads for decoding, compression and RocksDB background work;
   // values below 1 mean 1 (samtools counts "additional" threads the same way).
   int threads = 1;
   uint64_t memory_per_thread = uint64_t{768} << 20;  // -m, bytes.
-  int level = -1;  // -l 0..9, -1 = default; -u sets 0.
   // -T: where the temporary DB goes. An existing directory gets
   // DIR/rocksort.XXXXXX, anything else is a prefix: PREFIX.rocksort.XXXXXX.
   // Empty: beside the output file, or in $TMPDIR (else ".") for stdout.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "test_util.h"
 
@@ -28,7 +29,7 @@ TEST(ParseCommandLine, SamtoolsStyleFlags) {
   const pipeline::SortOptions& o = c->sort;
   EXPECT_EQ(o.threads, 4);
   EXPECT_EQ(o.memory_per_thread, 1ull << 30);
-  EXPECT_EQ(o.level, 3);
+  EXPECT_EQ(o.format.level, 3);
   EXPECT_EQ(o.temp_prefix, "/tmp/x");
   EXPECT_EQ(o.size_hint, std::optional<uint64_t>(512ull << 30));
   EXPECT_FALSE(o.add_pg);
@@ -145,36 +146,43 @@ TEST(ParseCommandLine, SamtoolsLongSpellings) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->sort.threads, 3);
   EXPECT_EQ(c->sort.reference, "r.fa");
-  for (const char* format : {"sam", "cram", "sam,level=1", ""}) {
+  EXPECT_EQ(c->sort.format.kind, output::OutputKind::kBam);
+  // --reference is also the CRAM output's reference, as in samtools.
+  EXPECT_EQ(c->sort.format.reference(), "r.fa");
+  c = Parse({"--output-fmt", "sam", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.format.kind, output::OutputKind::kSam);
+  for (const char* format : {"", "vcf", "sam2"}) {
     c = Parse({"-O", format, "in.bam"});
     EXPECT_FALSE(c.ok()) << format;
   }
 }
 
 // samtools' output format options: level=N overrides -l and -u whatever the
-// order (samtools applies them after opening the output); others are refused.
+// order (samtools applies them after opening the output); threads (use -@)
+// and levels outside 0..9 or in octal are refused.
 TEST(ParseCommandLine, OutputFormatOptionLevel) {
   absl::StatusOr<Command> c = Parse({"-O", "bam,level=1", "in.bam"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->sort.level, 1);
+  EXPECT_EQ(c->sort.format.EffectiveLevel(), 1);
   c = Parse({"-O", "BAM,level=9", "-l", "0", "in.bam"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->sort.level, 9);
+  EXPECT_EQ(c->sort.format.EffectiveLevel(), 9);
   c = Parse({"--output-fmt-option", "level=0", "-l", "9", "in.bam"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->sort.level, 0);
+  EXPECT_EQ(c->sort.format.EffectiveLevel(), 0);
   c = Parse({"-u", "--output-fmt-option", "level=5", "in.bam"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->sort.level, 5);
+  EXPECT_EQ(c->sort.format.EffectiveLevel(), 5);
   c = Parse({"-O", "bam,", "-l", "3", "in.bam"});  // An empty option, as samtools allows.
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->sort.level, 3);
-  c = Parse({"-O", "bam,LEVEL=2", "in.bam"});  // htslib matches the name in any case.
+  EXPECT_EQ(c->sort.format.EffectiveLevel(), 3);
+  c = Parse({"-O", "bam,LEVEL=2", "in.bam"});  // htslib also takes upper case.
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->sort.level, 2);
+  EXPECT_EQ(c->sort.format.EffectiveLevel(), 2);
   c = Parse({"-O", "bam,level=0", "in.bam"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->sort.level, 0);
+  EXPECT_EQ(c->sort.format.EffectiveLevel(), 0);
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"-O", "bam,level=10"},
                                              {"-O", "bam,level=x"},
@@ -193,26 +201,73 @@ TEST(ParseCommandLine, OutputFormatOptionLevel) {
   }
 }
 
-// samtools writes SAM or CRAM for these names unless -O says otherwise.
-TEST(ParseCommandLine, OutputNamedForAnotherFormatNeedsDashOBam) {
-  for (const char* out : {"out.sam", "out.SAM", "out.sam.gz", "out.cram", "out.fq", "out.fastq.gz",
-                          "out.FA", "out.fasta", "o.bam##idx##x.cram.csi"}) {
-    SCOPED_TRACE(out);
-    const absl::StatusOr<Command> refused = Parse({"-o", out, "in.bam"});
-    if (absl::StrContains(out, "##idx##")) {
-      EXPECT_TRUE(refused.ok()) << refused.status();  // The output is o.bam.
-      continue;
-    }
-    ASSERT_FALSE(refused.ok());
-    EXPECT_TRUE(absl::StrContains(refused.status().message(), out)) << refused.status();
-    EXPECT_TRUE(absl::StrContains(refused.status().message(), "-O bam")) << refused.status();
-    EXPECT_TRUE(Parse({"-O", "bam", "-o", out, "in.bam"}).ok());
-    EXPECT_FALSE(Parse({"in.bam", out}).ok());  // The positional output too.
+// As samtools: the output's name chooses the format unless -O says
+// otherwise (the rules themselves: test/output/output_format_test.cc).
+TEST(ParseCommandLine, OutputNameOrDashOChoosesTheFormat) {
+  using output::OutputKind;
+  struct Case {
+    std::vector<std::string> args;
+    OutputKind kind;
+    bool bgzf;
+  };
+  const Case cases[] = {
+      {{"-o", "out.sam"}, OutputKind::kSam, false},
+      {{"-o", "out.SAM"}, OutputKind::kSam, false},
+      {{"-o", "out.sam.gz"}, OutputKind::kSam, true},
+      {{"-o", "out.cram"}, OutputKind::kCram, false},
+      {{"-o", "out.fastq.gz"}, OutputKind::kFastq, true},
+      {{"-o", "out.FA"}, OutputKind::kFasta, false},
+      {{"-o", "out.bam"}, OutputKind::kBam, false},
+      {{"-o", "out.sambam"}, OutputKind::kBam, false},
+      {{"-o", "out.sam.GZ"}, OutputKind::kBam, false},  // htslib matches ".gz" case-sensitively.
+      {{"-o", "o.bam##idx##x.cram.csi"}, OutputKind::kBam, false},
+      {{"-o", "o.cram##idx##x.crai"}, OutputKind::kCram, false},
+      {{}, OutputKind::kBam, false},  // stdout
+      {{"-O", "sam"}, OutputKind::kSam, false},
+      {{"-O", "sam,level=1"}, OutputKind::kSam, true},
+      {{"--output-fmt-option", "level=1", "-O", "SAM"}, OutputKind::kSam, true},
+      {{"-O", "bam", "-o", "out.sam"}, OutputKind::kBam, false},
+      {{"-O", "cram", "-o", "out.bam"}, OutputKind::kCram, false},
+      {{"-O", "sam", "-O", "cram"}, OutputKind::kCram, false},  // The last -O wins.
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.push_back("in.bam");
+    SCOPED_TRACE(absl::StrJoin(args, " "));
+    const absl::StatusOr<Command> command = Parse(args);
+    ASSERT_TRUE(command.ok()) << command.status();
+    EXPECT_EQ(command->sort.format.kind, c.kind);
+    EXPECT_EQ(command->sort.format.bgzf, c.bgzf);
   }
-  EXPECT_TRUE(Parse({"-o", "out.bam", "in.sam"}).ok());
-  EXPECT_TRUE(Parse({"-o", "out.sambam", "in.bam"}).ok());
-  // htslib matches ".gz" case-sensitively: samtools writes BAM here.
-  EXPECT_TRUE(Parse({"-o", "out.sam.GZ", "in.bam"}).ok());
+  // The positional output too.
+  absl::StatusOr<Command> c = Parse({"in.bam", "out.cram"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.format.kind, OutputKind::kCram);
+  // -l and -u set the mode's level for every format; level= options are
+  // applied after it, in order.
+  c = Parse({"-u", "-O", "cram,level=3", "--output-fmt-option", "version=3.0", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.format.HtsMode(), "wc0");
+  EXPECT_EQ(c->sort.format.options, (std::vector<std::string>{"level=3", "version=3.0"}));
+  EXPECT_EQ(c->sort.format.EffectiveLevel(), 3);
+  c = Parse({"-l", "4", "-o", "out.sam", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.format.HtsMode(), "w4");  // htslib ignores it for plain SAM, as samtools.
+}
+
+// samtools can't index uncompressed SAM, FASTQ or FASTA (it fails after
+// sorting); rocksort refuses at once, unless the order drops the index.
+TEST(ParseCommandLine, WriteIndexNeedsAFormatSamtoolsCanIndex) {
+  for (const char* out : {"out.sam", "out.fq", "out.fa.gz"}) {
+    const absl::StatusOr<Command> c = Parse({"--write-index", "-o", out, "in.bam"});
+    ASSERT_FALSE(c.ok()) << out;
+    EXPECT_TRUE(absl::StrContains(c.status().message(), "--write-index")) << c.status();
+  }
+  for (const char* out : {"out.sam.gz", "out.cram", "out.bam", "out.cram##idx##x.crai"}) {
+    const absl::StatusOr<Command> c = Parse({"--write-index", "-o", out, "in.bam"});
+    EXPECT_TRUE(c.ok()) << out << ": " << c.status();
+  }
+  EXPECT_TRUE(Parse({"-n", "--write-index", "-o", "out.sam", "in.bam"}).ok());
 }
 
 TEST(ParseCommandLine, WriteIndexAndSamtoolsIndexNames) {
@@ -240,10 +295,10 @@ TEST(ParseCommandLine, BudgetThatOverflowsIsRejected) {
 TEST(ParseCommandLine, UncompressedMeansLevelZero) {
   absl::StatusOr<Command> c = Parse({"-l", "7", "-u", "in.bam"});
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->sort.level, 0);
+  EXPECT_EQ(c->sort.format.level, 0);
   c = Parse({"-u", "-l", "7", "in.bam"});
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->sort.level, 7);
+  EXPECT_EQ(c->sort.format.level, 7);
 }
 
 TEST(ParseCommandLine, RejectsNonsenseValues) {

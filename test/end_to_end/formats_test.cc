@@ -1,0 +1,334 @@
+// End-to-end: output formats other than BAM through the rocksort binary,
+// against Debian's `samtools sort` writing the same format: SAM text
+// (records and header, without @PG) exactly; CRAM decoded with the same
+// reference; .crai and CSI indexes answering region queries as samtools'
+// own; FASTQ byte for byte; and clean failures, leaving nothing behind,
+// where the output can't be written as asked.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "gtest/gtest.h"
+#include "test_util.h"
+
+namespace rocksort {
+namespace {
+
+using testing::CommandResult;
+using testing::RunCommand;
+using testing::ScratchDir;
+
+// Lines of `text` other than those starting with one of `prefixes`.
+std::string WithoutLines(const std::string& text, const std::vector<std::string>& prefixes) {
+  std::vector<absl::string_view> kept;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    bool drop = false;
+    for (const std::string& p : prefixes) drop |= absl::StartsWith(line, p);
+    if (!drop) kept.push_back(line);
+  }
+  return absl::StrJoin(kept, "\n");
+}
+
+class FormatsTest : public ::testing::Test {
+ protected:
+  // htslib must find references only where a test says (never on the network).
+  std::string Env() const {
+    return absl::StrCat("REF_PATH=", dir_.File("none/%s"), " REF_CACHE=", dir_.File("none/%s"),
+                        " ");
+  }
+
+  std::string Generate(const std::string& name, const std::string& args) {
+    const std::string path = dir_.File(name);
+    const CommandResult r =
+        RunCommand(absl::StrCat(testing::GenReadsBinary(), " ", args, " -o ", path));
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    return path;
+  }
+
+  // A FASTA with the @SQ names and lengths of `alignments`, 60 bases a line.
+  std::string MakeReference(const std::string& alignments) {
+    std::string fasta;
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    const std::string header = RunCommand("samtools view -H " + alignments).stdout_text;
+    for (absl::string_view line : absl::StrSplit(header, '\n')) {
+      if (!absl::StartsWith(line, "@SQ")) continue;
+      std::string name;
+      int64_t length = 0;
+      for (absl::string_view field : absl::StrSplit(line, '\t')) {
+        if (absl::ConsumePrefix(&field, "SN:")) name = std::string(field);
+        if (absl::ConsumePrefix(&field, "LN:")) {
+          EXPECT_TRUE(absl::SimpleAtoi(field, &length));
+        }
+      }
+      absl::StrAppend(&fasta, ">", name, "\n");
+      for (int64_t i = 0; i < length; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        fasta.push_back("ACGT"[x % 4]);
+        if (i % 60 == 59 || i == length - 1) fasta.push_back('\n');
+      }
+    }
+    const std::string path = dir_.File("ref.fa");
+    testing::WriteFileOrDie(path, fasta);
+    EXPECT_EQ(RunCommand("samtools faidx " + path).exit_code, 0);
+    return path;
+  }
+
+  // samtools sort with `args` (naming the output and input).
+  void Samtools(const std::string& args) {
+    const CommandResult r = RunCommand(absl::StrCat(Env(), "samtools sort ", args));
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  }
+
+  CommandResult Rocksort(const std::string& args) {
+    return RunCommand(absl::StrCat(Env(), testing::RocksortBinary(), " ", args));
+  }
+
+  // `path` as SAM text without @PG lines (decoded with `reference` if given).
+  std::string SamText(const std::string& path, const std::string& reference = "") {
+    const CommandResult r =
+        RunCommand(absl::StrCat(Env(), "samtools view --no-PG -h ",
+                                reference.empty() ? "" : "-T " + reference + " ", path));
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    return WithoutLines(r.stdout_text, {"@PG\t"});
+  }
+
+  // The file's text without @PG lines, as written.
+  std::string FileWithoutPg(const std::string& path) {
+    return WithoutLines(testing::ReadFileOrDie(path), {"@PG\t"});
+  }
+
+  // No temporary directory or partial output left in dir_.
+  void ExpectNoTempLeftovers() {
+    for (const std::string& name : dir_.List()) {
+      EXPECT_EQ(name.find("rocksort."), std::string::npos) << "left behind: " << name;
+      EXPECT_EQ(name.find(".partial."), std::string::npos) << "left behind: " << name;
+    }
+  }
+
+  bool Exists(const std::string& path) { return std::filesystem::exists(path); }
+
+  ScratchDir dir_;
+};
+
+// Records > 64 KiB, CIGARs > 65535 operations, huge aux tags, unmapped
+// reads, ties: the text samtools writes, whether SAM is chosen by the
+// name or by -O, with many runs and merges (-m 2M) and threads.
+TEST_F(FormatsTest, SamMatchesSamtoolsByNameAndByDashO) {
+  const std::string in = Generate("in.bam", "-n 3000 --seed 31 --edge-cases");
+  const std::string expected = dir_.File("expected.sam");
+  Samtools("-O sam -o " + expected + " " + in);
+  const std::string expected_text = FileWithoutPg(expected);
+  ASSERT_TRUE(absl::StrContains(expected_text, "@HD\tVN:1.6\tSO:coordinate"));
+
+  const std::string out = dir_.File("out.sam");
+  CommandResult r = Rocksort(absl::StrCat("-m 2M -o ", out, " ", in));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text, "");
+  EXPECT_TRUE(FileWithoutPg(out) == expected_text) << "-o out.sam differs from samtools";
+  EXPECT_TRUE(absl::StrContains(testing::ReadFileOrDie(out), "@PG\tID:rocksort"));
+
+  const std::string named_bam = dir_.File("out.bam");  // -O wins over the name.
+  r = Rocksort(absl::StrCat("-m 2M -@ 2 -O sam -o ", named_bam, " ", in));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_TRUE(FileWithoutPg(named_bam) == expected_text) << "-O sam differs from samtools";
+  ExpectNoTempLeftovers();
+}
+
+TEST_F(FormatsTest, SamToStdoutFromStdinMatchesSamtools) {
+  const std::string in = Generate("in.sam", "-n 3000 --seed 32");
+  const std::string expected = dir_.File("expected.sam");
+  Samtools("-O sam -o " + expected + " " + in);
+  const std::string out = dir_.File("out.txt");
+  const CommandResult r = Rocksort(absl::StrCat("-O sam - < ", in, " > ", out));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_TRUE(FileWithoutPg(out) == FileWithoutPg(expected));
+  ExpectNoTempLeftovers();
+}
+
+// The other orders write SAM alike. Debian's samtools 1.16 writes no SS
+// field in @HD (samtools 1.23.1, which rocksort follows, does: see
+// orders_test.cc), so @HD is compared apart.
+TEST_F(FormatsTest, NameOrderInSamMatchesSamtools) {
+  const std::string in = Generate("in.bam", "-n 3000 --seed 33");
+  for (const std::string order : {"-n", "-t RG"}) {
+    SCOPED_TRACE(order);
+    const std::string expected = dir_.File("expected.sam");
+    Samtools(absl::StrCat(order, " -o ", expected, " ", in));
+    const std::string out = dir_.File("out.sam");
+    const CommandResult r = Rocksort(absl::StrCat(order, " -m 1M -@ 2 -o ", out, " ", in));
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_TRUE(WithoutLines(testing::ReadFileOrDie(out), {"@PG\t", "@HD\t"}) ==
+                WithoutLines(testing::ReadFileOrDie(expected), {"@PG\t", "@HD\t"}));
+    if (order == "-n") {
+      EXPECT_TRUE(absl::StartsWith(testing::ReadFileOrDie(out), "@HD\tVN:1.6\tSO:queryname"));
+    }
+  }
+}
+
+// CRAM decodes, with the same reference, to what Debian's samtools 1.16
+// CRAM of the same input decodes to; from a file, with -@ 2, to stdout.
+TEST_F(FormatsTest, CramDecodesToWhatSamtoolsCramDoes) {
+  const std::string in =
+      Generate("in.sam", "-n 2000 --seed 34 --edge-cases --refs 2 --genome-length 250K");
+  const std::string ref = MakeReference(in);
+  const std::string expected = dir_.File("expected.cram");
+  Samtools(absl::StrCat("--reference ", ref, " -O cram -o ", expected, " ", in));
+  const std::string expected_text = SamText(expected, ref);
+  ASSERT_TRUE(absl::StrContains(expected_text, "\tM5:")) << "the reference was not used";
+
+  const std::string out = dir_.File("out.cram");
+  for (const std::string& args :
+       {absl::StrCat("-m 2M --reference ", ref, " -o ", out, " ", in),
+        absl::StrCat("-m 2M -@ 2 -O cram --reference ", ref, " ", in, " > ", out),
+        absl::StrCat("-@ 2 --output-fmt-option reference=", ref, " -O cram,version=3.0 -o ", out,
+                     " ", in)}) {
+    SCOPED_TRACE(args);
+    const CommandResult r = Rocksort(args);
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_EQ(RunCommand("samtools quickcheck " + out).exit_code, 0);
+    EXPECT_TRUE(SamText(out, ref) == expected_text) << "decoded CRAM differs from samtools'";
+  }
+  ExpectNoTempLeftovers();
+}
+
+// --write-index writes OUT.crai (or the ##idx## name), the index samtools
+// index makes of the same file, and region queries through it find what
+// they find through samtools' own.
+TEST_F(FormatsTest, CramWriteIndexAnswersRegionsAsSamtoolsIndex) {
+  const std::string in =
+      Generate("in.sam", "-n 2000 --seed 35 --edge-cases --refs 2 --genome-length 250K");
+  const std::string ref = MakeReference(in);
+  const std::string out = dir_.File("out.cram");
+  for (const std::string& target : {out, absl::StrCat(out, "##idx##", dir_.File("named.crai"))}) {
+    SCOPED_TRACE(target);
+    const std::string index =
+        absl::StrContains(target, "##idx##") ? dir_.File("named.crai") : out + ".crai";
+    const CommandResult r = Rocksort(
+        absl::StrCat("-m 2M -@ 2 --write-index --reference ", ref, " -o ", target, " ", in));
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    ASSERT_TRUE(Exists(index));
+    const std::string theirs = dir_.File("theirs.crai");
+    ASSERT_EQ(RunCommand(absl::StrCat(Env(), "samtools index ", out, " ", theirs)).exit_code, 0);
+    EXPECT_EQ(RunCommand("gzip -dc " + index).stdout_text,
+              RunCommand("gzip -dc " + theirs).stdout_text);
+    for (const char* region : {"chr1", "chr1:1-5000", "chr1:100000-100001", "chr2:50000-90000",
+                               "chr2:126000-126238", "*"}) {
+      SCOPED_TRACE(region);
+      const std::string view = absl::StrCat(Env(), "samtools view --no-PG -T ", ref, " -X ", out);
+      const CommandResult mine = RunCommand(absl::StrCat(view, " ", index, " '", region, "'"));
+      const CommandResult samtools = RunCommand(absl::StrCat(view, " ", theirs, " '", region, "'"));
+      ASSERT_EQ(mine.exit_code, 0) << mine.stderr_text;
+      EXPECT_FALSE(mine.stdout_text.empty());
+      EXPECT_TRUE(mine.stdout_text == samtools.stdout_text);
+    }
+    if (index == out + ".crai") {
+      // Found by its name, as samtools looks for it.
+      const CommandResult found =
+          RunCommand(absl::StrCat(Env(), "samtools view -c -T ", ref, " ", out, " chr1:1-50000"));
+      const CommandResult counted = RunCommand(absl::StrCat(
+          Env(), "samtools view -c -T ", ref, " -X ", out, " ", theirs, " chr1:1-50000"));
+      EXPECT_EQ(found.exit_code, 0) << found.stderr_text;
+      EXPECT_EQ(found.stdout_text, counted.stdout_text);
+    }
+    ::unlink(index.c_str());
+  }
+  ExpectNoTempLeftovers();
+}
+
+// A CRAM output whose reference can't be used fails before the sort (no
+// temporary database is made: -v would announce it) with exit status 1, a
+// message naming the reference, and nothing left behind.
+TEST_F(FormatsTest, CramWithoutAReachableReferenceFailsBeforeSortingAndLeavesNothing) {
+  const std::string in = Generate("in.sam", "-n 500 --seed 36 --refs 2 --genome-length 20K");
+  const std::string missing = dir_.File("missing.fa");
+  const std::string not_fasta = dir_.File("not_fasta.fa");
+  testing::WriteFileOrDie(not_fasta, "not a FASTA file\n");
+  const std::string out = dir_.File("out.cram");
+  struct Case {
+    std::string args;
+    std::string named;  // In the message.
+  };
+  const Case cases[] = {
+      {"--output-fmt-option reference=" + missing, missing},
+      {"--reference " + missing, missing},
+      {"--reference " + not_fasta, not_fasta},
+      // embed_ref=1 needs the sequences, and none is reachable.
+      {"-O cram,embed_ref=1", "reference"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const CommandResult r = Rocksort(absl::StrCat("-v ", c.args, " -o ", out, " ", in));
+    EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
+    EXPECT_TRUE(absl::StrContains(r.stderr_text, c.named)) << r.stderr_text;
+    EXPECT_FALSE(absl::StrContains(r.stderr_text, "temporary database in")) << r.stderr_text;
+    EXPECT_FALSE(Exists(out));
+    EXPECT_FALSE(Exists(out + ".crai"));
+    ExpectNoTempLeftovers();
+  }
+}
+
+// BGZF SAM (.sam.gz) is indexed as samtools sort --write-index indexes it:
+// with --no-PG the data and the CSI are the bytes samtools writes (its
+// on-the-fly CSI is not the one `samtools index` makes of the file). Plain
+// SAM can't be indexed, and is refused at once (samtools fails after
+// sorting).
+TEST_F(FormatsTest, WriteIndexForSamAsSamtools) {
+  const std::string in = Generate("in.bam", "-n 3000 --seed 37");
+  for (const std::string threads : {"-@ 1", "-@ 2"}) {
+    SCOPED_TRACE(threads);
+    const std::string expected = dir_.File("expected.sam.gz");
+    Samtools(absl::StrCat(threads, " --no-PG --write-index -o ", expected, " ", in));
+    const std::string out = dir_.File("out.sam.gz");
+    const CommandResult r =
+        Rocksort(absl::StrCat(threads, " -m 1M --no-PG --write-index -o ", out, " ", in));
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_TRUE(testing::ReadFileOrDie(out) == testing::ReadFileOrDie(expected))
+        << "SAM.gz differs from samtools'";
+    ASSERT_TRUE(Exists(out + ".csi"));
+    EXPECT_TRUE(testing::ReadFileOrDie(out + ".csi") == testing::ReadFileOrDie(expected + ".csi"))
+        << "CSI differs from samtools sort --write-index";
+    const CommandResult region = RunCommand("samtools view -c " + out + " chr1:1-5000000");
+    EXPECT_EQ(region.exit_code, 0) << region.stderr_text;
+    EXPECT_NE(region.stdout_text, "0\n");
+  }
+
+  const std::string plain = dir_.File("plain.sam");
+  const CommandResult r = Rocksort(absl::StrCat("--write-index -o ", plain, " ", in));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(r.stderr_text, "--write-index")) << r.stderr_text;
+  EXPECT_FALSE(Exists(plain));
+  ExpectNoTempLeftovers();
+}
+
+// FASTQ for a .fq name, as samtools sort writes it; -u/-l for SAM.gz as
+// samtools applies them (uncompressed BGZF blocks decompress to the same).
+TEST_F(FormatsTest, FastqAndCompressionLevelsAsSamtools) {
+  const std::string in = Generate("in.bam", "-n 2000 --seed 38");
+  const std::string expected = dir_.File("expected.fq");
+  Samtools("-o " + expected + " " + in);
+  const std::string out = dir_.File("out.fq");
+  CommandResult r = Rocksort(absl::StrCat("-o ", out, " ", in));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_TRUE(testing::ReadFileOrDie(out) == testing::ReadFileOrDie(expected));
+
+  const std::string expected_gz = dir_.File("expected.sam.gz");
+  Samtools("-u -o " + expected_gz + " " + in);
+  const std::string out_gz = dir_.File("out.sam.gz");
+  r = Rocksort(absl::StrCat("-u -o ", out_gz, " ", in));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(WithoutLines(RunCommand("gzip -dc " + out_gz).stdout_text, {"@PG\t"}),
+            WithoutLines(RunCommand("gzip -dc " + expected_gz).stdout_text, {"@PG\t"}));
+  // Level 0: the file is about as large as the text it holds.
+  EXPECT_GT(testing::ReadFileOrDie(out_gz).size(),
+            RunCommand("gzip -dc " + out_gz).stdout_text.size());
+  ExpectNoTempLeftovers();
+}
+
+}  // namespace
+}  // namespace rocksort
