@@ -65,6 +65,15 @@ std::map<std::string, ThreadGroupUsage> UsageBetween(const ThreadSnapshot& befor
   return groups;
 }
 
+uint64_t PeakRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
 void SetThreadName(const char* name) {
   char truncated[16];
   std::snprintf(truncated, sizeof(truncated), "%s", name);

@@ -34,6 +34,11 @@ struct ThreadGroupUsage {
 std::map<std::string, ThreadGroupUsage> UsageBetween(const ThreadSnapshot& before,
                                                      const ThreadSnapshot& after);
 
+// The process's peak resident memory so far (VmHWM), bytes; 0 if unknown.
+// (Resetting it, /proc/self/clear_refs, would also lower what getrusage
+// and wait4 report as the process's peak.)
+uint64_t PeakRssBytes();
+
 // Names the calling thread (at most 15 characters are kept). Threads it
 // creates afterwards inherit the name.
 void SetThreadName(const char* name);

@@ -46,6 +46,7 @@ class PhaseMeter {
     PhaseReport phase;
     phase.phase = phase_;
     phase.seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+    phase.peak_rss_bytes = PeakRssBytes();
     for (const auto& [name, usage] : UsageBetween(before_, SnapshotThreads())) {
       if (usage.cpu_seconds <= 0) continue;
       phase.threads.push_back({name, usage.threads, usage.cpu_seconds});

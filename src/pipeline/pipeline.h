@@ -98,6 +98,9 @@ struct ThreadUsage {
 struct PhaseReport {
   Phase phase = Phase::kLoad;
   double seconds = 0;
+  // The process's peak resident memory at the end of the phase (since the
+  // start): a phase that raised it set the sort's peak.
+  uint64_t peak_rss_bytes = 0;
   std::vector<ThreadUsage> threads;
 };
 

@@ -58,7 +58,8 @@ std::string SortReport::ToText() const {
                            : absl::StrFormat("%s x%d %.1f s (%.0f%% each)", t.group, t.threads,
                                              t.cpu_seconds, busy));
     }
-    absl::StrAppendFormat(&text, "rocksort: %s threads: %s\n", PhaseName(p.phase),
+    absl::StrAppendFormat(&text, "rocksort: %s: peak RSS so far %.1f MiB; threads: %s\n",
+                          PhaseName(p.phase), p.peak_rss_bytes / 1048576.0,
                           groups.empty() ? "-" : absl::StrJoin(groups, ", "));
   }
   absl::StrAppendFormat(&text, "rocksort: real time %.2f s, CPU %.2f s, peak RSS %.1f MiB\n",
@@ -76,8 +77,8 @@ std::string SortReport::ToJson() const {
                                        Quote(t.group), t.threads, t.cpu_seconds));
     }
     phase_items.push_back(absl::StrFormat(
-        "    {\"phase\": \"%s\", \"seconds\": %.3f, \"threads\": [%s]}", PhaseName(p.phase),
-        p.seconds, absl::StrJoin(groups, ", ")));
+        "    {\"phase\": \"%s\", \"seconds\": %.3f, \"peak_rss_bytes\": %d, \"threads\": [%s]}",
+        PhaseName(p.phase), p.seconds, p.peak_rss_bytes, absl::StrJoin(groups, ", ")));
   }
   return absl::StrFormat(
       "{\n"
