@@ -1,5 +1,7 @@
 #include "output/bgzf_writer_internal.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -103,6 +105,66 @@ absl::Status WriteAll(int fd, const std::string& name, const char* p, size_t n) 
   iovec v{const_cast<char*>(p), n};
   return WriteAllV(fd, name, &v, 1);
 }
+
+// Keeps a sequentially written regular file from filling the page cache:
+// every kWritebackStep bytes it starts writeback of what was written
+// (sync_file_range), and what was written back kDropLag bytes behind is
+// dropped from the cache. The output is never read again, and a page cache
+// full of it (dirty pages, which reclaim must first write back) leaves no
+// room for the runs the merge reads ahead, and stalls whichever thread
+// allocates next in a memory-limited cgroup. Does nothing for pipes,
+// terminals and devices.
+class WriteBehind {
+ public:
+  static constexpr uint64_t kWritebackStep = uint64_t{8} << 20;
+  static constexpr uint64_t kDropLag = uint64_t{16} << 20;
+  static constexpr uint64_t kFolioAlign = uint64_t{2} << 20;
+
+  explicit WriteBehind(int fd) : fd_(fd) {
+    struct stat st;
+    const off_t at = ::lseek(fd, 0, SEEK_CUR);
+    enabled_ = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && at >= 0;
+    if (enabled_) base_ = started_ = dropped_ = static_cast<uint64_t>(at);
+  }
+
+  // `bytes` more were written. An error means a write failed: the data is
+  // lost.
+  absl::Status Wrote(uint64_t bytes, const std::string& name) {
+    if (!enabled_) return absl::OkStatus();
+    end_ += bytes;
+    const uint64_t end = base_ + end_;
+    if (end < started_ + kWritebackStep) return absl::OkStatus();
+    if (::sync_file_range(fd_, static_cast<off_t>(started_), static_cast<off_t>(end - started_),
+                          SYNC_FILE_RANGE_WRITE) != 0) {
+      return ErrnoStatus(errno, absl::StrCat(name, ": write failed"));
+    }
+    started_ = end;
+    if (started_ >= dropped_ + kDropLag + kWritebackStep) {
+      // Whole 2 MiB units: the page cache holds files in folios of up to
+      // that size, and a folio the range only partly covers stays.
+      const uint64_t upto = (started_ - kDropLag) & ~(kFolioAlign - 1);
+      // Writeback of this range started at least kDropLag bytes ago; wait
+      // for it (it is usually done) so that its pages are clean.
+      if (::sync_file_range(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(upto - dropped_),
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+        return ErrnoStatus(errno, absl::StrCat(name, ": write failed"));
+      }
+      (void)::posix_fadvise(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(upto - dropped_),
+                            POSIX_FADV_DONTNEED);
+      dropped_ = upto;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const int fd_;
+  bool enabled_ = false;
+  uint64_t base_ = 0;     // The file offset of the first byte written.
+  uint64_t end_ = 0;      // Bytes written since.
+  uint64_t started_ = 0;  // Writeback started below this offset.
+  uint64_t dropped_ = 0;  // Dropped from the cache below this offset.
+};
 
 struct Block {
   uint64_t seq = 0;
@@ -336,6 +398,7 @@ class BgzfWriter::Impl {
           address += block.out_len;
           written += block.out_len;
         }
+        if (s.ok()) s = write_behind_.Wrote(written, name_);
       }
       absl::MutexLock lock(&mu_);
       if (!s.ok() && error_.ok()) error_ = s;
@@ -348,6 +411,8 @@ class BgzfWriter::Impl {
   // Constant after construction.
   const int fd_;
   const std::string name_;
+  // Only touched by the writer thread.
+  WriteBehind write_behind_{fd_};
   const int level_;
   const IndexCallback on_record_;
   std::vector<std::unique_ptr<Block>> storage_;

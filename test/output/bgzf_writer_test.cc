@@ -1,10 +1,13 @@
 #include "output/bgzf_writer_internal.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "htslib/bgzf.h"
@@ -181,6 +184,39 @@ TEST(BgzfWriter, IndexOffsetsAreThoseHtslibReadsBack) {
     }
     bgzf_close(in);
   }
+}
+
+// The output is never read again: a regular file's pages leave the page
+// cache behind the writer (written back, then dropped), so that a long
+// output does not crowd out the runs the merge reads ahead.
+TEST(BgzfWriter, WrittenOutputLeavesThePageCacheBehindTheWriter) {
+  testing::ScratchDir dir;
+  const std::string path = dir.File("out.bgzf");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  BgzfWriter::Options options;
+  options.level = 0;  // 64 MiB in, ~64 MiB out.
+  absl::StatusOr<std::unique_ptr<BgzfWriter>> writer = BgzfWriter::Create(fd, path, options);
+  ASSERT_TRUE(writer.ok());
+  const std::string chunk(1 << 20, 'r');
+  for (int i = 0; i < 64; ++i) ASSERT_TRUE((*writer)->Write(chunk).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  ::close(fd);
+  const int rfd = ::open(path.c_str(), O_RDONLY);
+  const off_t size = ::lseek(rfd, 0, SEEK_END);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, rfd, 0);
+  ::close(rfd);
+  ASSERT_NE(map, MAP_FAILED);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  std::vector<unsigned char> vec((size + page - 1) / page);
+  ASSERT_EQ(::mincore(map, size, vec.data()), 0);
+  ::munmap(map, size);
+  size_t resident_in_first_32_mib = 0;
+  for (size_t p = 0; p < (32u << 20) / page; ++p) resident_in_first_32_mib += vec[p] & 1;
+  if (resident_in_first_32_mib * page == (32u << 20) && ::access("/proc/self/fd", F_OK) != 0) {
+    GTEST_SKIP() << "no page cache to observe";
+  }
+  EXPECT_EQ(resident_in_first_32_mib, 0u);
 }
 
 }  // namespace
