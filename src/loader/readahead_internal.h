@@ -5,9 +5,13 @@
 // the device's read_ahead_kb (128 KiB on a stock disk), so a 2 GiB input costs
 // ~16,000 requests: 110 s at a rotating disk's ~150 requests/s, more than
 // decoding the file takes. SequentialReadahead watches the reader's file
-// offset from a thread of its own and asks for the next `window` bytes with
-// posix_fadvise(POSIX_FADV_WILLNEED) in `chunk`-sized steps, which the
-// kernel issues as requests of up to the device's max_sectors_kb. What the
+// offset from a thread of its own and reads the next `window` bytes in
+// `chunk`-sized reads, into a buffer it throws away: the data lands in the
+// page cache, where the reader finds it. A read of a chunk is issued as
+// requests as large as the device takes; the same range advised with
+// POSIX_FADV_WILLNEED was read in requests of a few hundred KiB (measured
+// on the emulated disk of tools/hdd_emulation.sh, where every request costs
+// the time of a seek). What the
 // reader left a window behind is dropped from the page cache
 // (POSIX_FADV_DONTNEED): it is never read again, and a streaming input of
 // hundreds of GiB would otherwise push the freshly flushed runs, which the
@@ -24,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 
 namespace rocksort::loader {
@@ -45,9 +50,12 @@ class SequentialReadahead {
   void Run();
 
   const int fd_;
+  int read_fd_ = -1;  // The thread's own description of the file (owned).
   const uint64_t file_size_;
   const uint64_t window_;
   const uint64_t chunk_;
+  // What the thread reads into (and discards: the page cache keeps it).
+  const std::unique_ptr<char[]> buffer_;
   // Polled every few milliseconds (a flag, not a condition variable: the
   // thread only sleeps between polls of the reader's offset anyway).
   std::atomic<bool> stop_{false};
