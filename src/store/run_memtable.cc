@@ -44,7 +44,48 @@ Item MakeItem(const char* entry) {
   return Item{LoadBigEndian64(prefix), LoadBigEndian64(prefix + 8), entry};
 }
 
+// The user key of a memtable entry.
+Slice UserKey(const char* entry) {
+  const Slice internal_key = rocksdb::GetLengthPrefixedSlice(entry);
+  return Slice(internal_key.data(), internal_key.size() >= 8 ? internal_key.size() - 8 : 0);
+}
+
+// When every key starts with the same 16 bytes (read names, or a tag every
+// record has the same value of, lead the keys of those orders), the
+// prefixes cannot tell any two entries apart and every comparison of the
+// sort would go to the full comparator. Then the items get the 16 bytes
+// after the prefix all keys share instead: a byte that differs there
+// decides the order of both the items and the keys, as the shared part is
+// equal. Returns without touching the arena when the prefixes differ.
+void SkipCommonPrefix(std::vector<Item>* items) {
+  if (items->size() < 2) return;
+  const Item& first = items->front();
+  for (const Item& item : *items) {
+    if (item.hi != first.hi || item.lo != first.lo) return;
+  }
+  const Slice key0 = UserKey(first.entry);
+  size_t common = key0.size();
+  for (const Item& item : *items) {
+    const Slice key = UserKey(item.entry);
+    size_t n = std::min(common, key.size());
+    size_t i = 16;  // The first 16 bytes are equal (or padding).
+    while (i < n && key.data()[i] == key0.data()[i]) ++i;
+    common = std::min(common, i);
+    if (common <= 16) return;
+  }
+  for (Item& item : *items) {
+    const Slice key = UserKey(item.entry);
+    char prefix[16] = {};
+    if (key.size() > common) {
+      std::memcpy(prefix, key.data() + common, std::min<size_t>(key.size() - common, 16));
+    }
+    item.hi = LoadBigEndian64(prefix);
+    item.lo = LoadBigEndian64(prefix + 8);
+  }
+}
+
 void SortItems(const MemTableRep::KeyComparator& compare, std::vector<Item>* items) {
+  SkipCommonPrefix(items);
   std::sort(items->begin(), items->end(), [&compare](const Item& a, const Item& b) {
     if (a.hi != b.hi) return a.hi < b.hi;
     if (a.lo != b.lo) return a.lo < b.lo;
