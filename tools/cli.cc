@@ -126,9 +126,10 @@ std::string Usage() {
       "  --disk KIND   auto, ssd or hdd: the disk under the temporary database;\n"
       "                hdd reads each run in larger chunks; auto asks sysfs whether\n"
       "                the device rotates [auto]\n"
-      "  --run-compression lz4|snappy|zstd  compression of the temporary sorted\n"
-      "                runs; zstd: about a third less scratch space and disk\n"
-      "                traffic than lz4, for more CPU [lz4]\n"
+      "  --run-compression lz4|snappy|zstd|none  compression of the temporary\n"
+      "                sorted runs; zstd: about a third less scratch space and disk\n"
+      "                traffic than lz4, for more CPU; none: the least CPU, for\n"
+      "                fast disks with room to spare [lz4]\n"
       "\n"
       "General:\n"
       "  -v            print the plan and statistics on stderr\n"
@@ -261,9 +262,11 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
           o.run_compression = store::RunCompression::kSnappy;
         } else if (std::string(optarg) == "zstd") {
           o.run_compression = store::RunCompression::kZstd;
+        } else if (std::string(optarg) == "none") {
+          o.run_compression = store::RunCompression::kNone;
         } else {
           return absl::InvalidArgumentError(absl::StrFormat(
-              "invalid --run-compression \"%s\": expected lz4, snappy or zstd", optarg));
+              "invalid --run-compression \"%s\": expected lz4, snappy, zstd or none", optarg));
         }
         break;
       case 'v':

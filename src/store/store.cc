@@ -24,6 +24,8 @@
 #include "common/status_macros.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/listener.h"
 #include "rocksdb/sst_file_manager.h"
@@ -32,6 +34,7 @@
 #include "store/background_merger_internal.h"
 #include "store/merge_plan_internal.h"
 #include "store/options_plan_internal.h"
+#include "store/prefetch_fs_internal.h"
 #include "store/rocksdb_log_internal.h"
 #include "store/temp_db_internal.h"
 #include "common/thread_usage.h"
@@ -262,6 +265,13 @@ class TempStore::Impl {
     input.request_bytes = options_.request_bytes;
     input.open_files = options_.open_files;
     plan_ = MakePlan(input);
+    // RocksDB reads runs a block at a time; the prefetch file system reads
+    // them ahead in the page cache, as the plan says for each kind of merge.
+    prefetch_fs_ = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(),
+                                                        /*readers=*/2);
+    prefetch_fs_->SetReadahead(plan_.background_readahead.chunk, plan_.background_readahead.lead);
+    env_ = rocksdb::NewCompositeEnv(prefetch_fs_);
+    plan_.options.env = env_.get();
     report_.plan = DescribePlan(plan_);
     report_.compaction_mode = plan_.compaction == CompactionMode::kOff       ? "off"
                               : plan_.compaction == CompactionMode::kPlanned ? "planned"
@@ -372,11 +382,7 @@ class TempStore::Impl {
     // The memtables are gone: the merges down to K runs (one per lane at
     // once) may be wider than the background ones, with the readahead their
     // share of the post-load memory allows.
-    if (rocksdb::Status s = db->SetDBOptions(
-            {{"compaction_readahead_size", std::to_string(plan_.merge_down_readahead)}});
-        !s.ok()) {
-      return FromRocks("can't set the readahead of the merges", s);
-    }
+    prefetch_fs_->SetReadahead(plan_.merge_down_readahead.chunk, plan_.merge_down_readahead.lead);
     ASSIGN_OR_RETURN(report_.intermediate_merges,
                      MergeDownLanes(db, lanes(), plan_.max_final_runs_per_lane,
                                     plan_.merge_down_fan_in, plan_.options.compression,
@@ -385,7 +391,8 @@ class TempStore::Impl {
                                       stats_->AddMerge(bytes_written, /*after_loading=*/true);
                                     }));
     report_.runs_merged_per_lane = RunsPerLane(db, lanes());
-    report_.final_readahead = FinalReadahead(plan_, report_.runs_merged());
+    final_readahead_ = FinalReadahead(plan_, report_.runs_merged());
+    report_.final_readahead = final_readahead_.chunk;
     ReleaseFreedMemory();  // The merges' buffers.
     return absl::OkStatus();
   }
@@ -394,7 +401,8 @@ class TempStore::Impl {
     rocksdb::ReadOptions read_options;
     read_options.fill_cache = false;  // Every block is read once.
     read_options.verify_checksums = true;
-    read_options.readahead_size = report_.final_readahead;
+    read_options.readahead_size = 0;  // The prefetch file system reads ahead.
+    prefetch_fs_->SetReadahead(final_readahead_.chunk, final_readahead_.lead);
     read_options.async_io = false;
     std::vector<rocksdb::Iterator*> raw;
     if (rocksdb::Status s = db()->NewIterators(read_options, lanes(), &raw); !s.ok()) {
@@ -497,7 +505,12 @@ class TempStore::Impl {
   }
 
   const StoreOptions options_;
+  // The file system and Env under the DB: declared before temp_, so that
+  // they outlive it.
+  std::shared_ptr<PrefetchFileSystem> prefetch_fs_;
+  std::unique_ptr<rocksdb::Env> env_;
   SortPlan plan_;
+  Readahead final_readahead_;
   StoreReport report_;
   std::shared_ptr<DbStatsListener> stats_;
   std::shared_ptr<rocksdb::SstFileManager> sst_files_;

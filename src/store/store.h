@@ -50,6 +50,7 @@ enum class RunCompression {
   kSnappy,  // The original rocksort's choice.
   kZstd,    // zstd level 1: about a third fewer temporary bytes than LZ4, for
             // more CPU; for scratch space or disk bandwidth that is short.
+  kNone,    // Uncompressed: the least CPU, the most bytes; for fast disks.
 };
 
 struct StoreOptions {
@@ -169,8 +170,9 @@ class TempStore : public record::KeyedRecordSink {
 
 // Scratch space a sort of `size_hint` uncompressed bytes may need at its
 // peak, measured (docs/tuning.md): the runs hold about half the size (LZ4 or
-// Snappy) or a third (zstd), and a merge briefly holds its inputs and its
-// output, so with merging the peak is up to ~1.5x the runs.
+// Snappy), a third (zstd) or all of it (uncompressed), and a merge briefly
+// holds its inputs and its output, so with merging the peak is up to ~1.5x
+// the runs.
 uint64_t ExpectedScratchPeak(uint64_t size_hint, RunCompression compression);
 
 }  // namespace rocksort::store

@@ -1116,19 +1116,16 @@ TEST_F(ReliabilityTest, ShortScratchSpaceWarningCountsTheRunCompression) {
 }
 
 // Room for the flushed runs (28 MB measured for this input) but not for
-// merging them: with -m 4M, a size hint far below the data (so no merging
-// while loading) and the hdd profile the final merge reads at most 15 of the
-// ~51 runs, so rocksort merges runs after loading, and a merge's output
-// exists before its inputs are deleted. Measured: up to 30 MiB fails while
-// loading, 32-36 MiB while merging, 38 MiB succeeds. Enough runs that a
-// loaded machine, whose flushes may take two memtables at once, still has
-// more than the final merge reads.
+// merging them: with -m 2M (about 60 runs), a size hint far below the data
+// (so no merging while loading) and the hdd profile the final merge reads at
+// most 32 runs, so rocksort merges about 30 runs into one after loading, and
+// a merge's output exists before its inputs are deleted (about 42 MB).
 TEST_F(ReliabilityTest, FullTempFilesystemWhileMergingFailsCleanly) {
   const std::string tmp = MountTmpfs("merge_tmp", "34m", /*read_only=*/false);
   if (tmp.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << mount_error_;
   const std::string in = Generate("in.bam", "-n 80000 --seed 13");
   const CommandResult r = RunCommand(Rocksort(absl::StrCat(
-      "-m 4M -s 1K --disk hdd -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
+      "-m 2M -s 1K --disk hdd -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
   ExpectCleanFailure(r, 1, {tmp});
   EXPECT_TRUE(absl::StrContains(r.stderr_text, "merging sorted runs failed")) << r.stderr_text;
   EXPECT_TRUE(fs::is_empty(tmp)) << "the tmpfs is not empty";

@@ -107,7 +107,7 @@ TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
   std::map<store::RunCompression, uint64_t> flushed;
   for (store::RunCompression c :
        {store::RunCompression::kLz4, store::RunCompression::kSnappy,
-        store::RunCompression::kZstd}) {
+        store::RunCompression::kZstd, store::RunCompression::kNone}) {
     o.run_compression = c;
     SortReport report;
     const absl::Status s = RunSort(o, nullptr, nullptr, {}, &report);
@@ -117,9 +117,12 @@ TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
     EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
     flushed[c] = report.store.flush_bytes;
   }
-  // The compression asked for is the one used: zstd's runs are smaller.
+  // The compression asked for is the one used: zstd's runs are smaller,
+  // uncompressed ones larger.
   EXPECT_LT(flushed[store::RunCompression::kZstd],
             flushed[store::RunCompression::kLz4] * 9 / 10);
+  EXPECT_GT(flushed[store::RunCompression::kNone],
+            flushed[store::RunCompression::kLz4] * 11 / 10);
 }
 
 TEST_F(PipelineTest, CorruptInputLeavesNoOutputAndNoTempData) {

@@ -53,7 +53,9 @@ std::vector<std::string> Fill(TempStore& store, int n, int batch) {
     const std::string key = absl::StrFormat("%012x", rng() & 0xffffffffffffULL);
     keys.push_back(key);
     EXPECT_TRUE(store.Add(key, Payload(key + std::string(80, 'x'), &storage)).ok());
-    if ((i + 1) % batch == 0) EXPECT_TRUE(store.CommitBatch().ok());
+    if ((i + 1) % batch == 0) {
+      EXPECT_TRUE(store.CommitBatch().ok());
+    }
   }
   EXPECT_TRUE(store.CommitBatch().ok());
   return keys;
@@ -94,9 +96,9 @@ TEST(TempStoreTest, TinyMemoryMergesDownToWhatTheFinalMergeReads) {
   options.threads = 1;
   absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(options);
   ASSERT_TRUE(store.ok()) << store.status();
-  // ~130 runs of 256 KiB: more than one merge reads at one block per run
-  // within the 16 MiB floor of the final merge's memory.
-  std::vector<std::string> keys = Fill(**store, 300000, 500);
+  // ~170 runs of 480 KiB: more than the final merge reads (two blocks per
+  // run within the 16 MiB floor of its memory).
+  std::vector<std::string> keys = Fill(**store, 450000, 500);
   ASSERT_TRUE((*store)->FinishLoading().ok());
   const StoreReport report = (*store)->report();
   EXPECT_GT(report.intermediate_merges, 0);

@@ -135,9 +135,13 @@ TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
   c = Parse({"--run-compression", "zstd", "in.bam"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->sort.run_compression, store::RunCompression::kZstd);
+  c = Parse({"--run-compression", "none", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.run_compression, store::RunCompression::kNone);
   c = Parse({"--run-compression", "lz4", "in.bam"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->sort.run_compression, store::RunCompression::kLz4);
+  EXPECT_FALSE(Parse({"--run-compression", "gzip", "in.bam"}).ok());
 }
 
 TEST(ParseCommandLine, SamtoolsLongSpellings) {

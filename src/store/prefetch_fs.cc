@@ -1,0 +1,186 @@
+#include "store/prefetch_fs_internal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "common/thread_usage.h"
+
+namespace rocksort::store {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+// What a reader has passed is dropped in steps of at least this much, so
+// that a run of small reads does not make one DONTNEED call per block.
+constexpr uint64_t kDropStep = 256 * 1024;
+
+// A table file whose sequential reader is kept ahead of the disk. Dropping
+// behind goes through the file's own descriptor: the POSIX file's
+// InvalidateCache is POSIX_FADV_DONTNEED.
+class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
+ public:
+  PrefetchingFile(std::unique_ptr<rocksdb::FSRandomAccessFile> target, std::string path,
+                  uint64_t size, PrefetchFileSystem* fs)
+      : rocksdb::FSRandomAccessFileOwnerWrapper(std::move(target)),
+        path_(std::make_shared<const std::string>(std::move(path))),
+        size_(size),
+        fs_(fs) {}
+
+  rocksdb::IOStatus Read(uint64_t offset, size_t n, const rocksdb::IOOptions& options,
+                         rocksdb::Slice* result, char* scratch,
+                         rocksdb::IODebugContext* dbg) const override {
+    // Before the read: what comes after it is on its way while this read
+    // waits (if it waits at all).
+    Advance(offset, n);
+    return FSRandomAccessFileOwnerWrapper::Read(offset, n, options, result, scratch, dbg);
+  }
+
+ private:
+  void Advance(uint64_t offset, uint64_t n) const {
+    const PrefetchFileSystem::Settings settings = fs_->settings();
+    if (settings.chunk == 0 || size_ == 0) return;
+    absl::MutexLock lock(&mu_);
+    // Outside the current window (the first read, a table's metadata at its
+    // end, a seek): a new window starts here.
+    if (!window_open_ || offset < window_start_ || offset > queued_ + settings.chunk) {
+      window_open_ = true;
+      window_start_ = offset & ~(kPage - 1);
+      dropped_ = window_start_;
+      // The reader needs this chunk now: read it in one request here
+      // rather than wait for the queue (at the start of a merge every run
+      // starts a window at once) or read it a block at a time.
+      queued_ = std::min(size_, window_start_ + settings.chunk);
+      ReadIntoCache(window_start_, queued_ - window_start_);
+    }
+    // Ahead: once the reader is within `lead` of what was queued, the next
+    // chunk is queued.
+    const uint64_t want = std::min(size_, offset + n + settings.lead);
+    while (queued_ < want) {
+      const uint64_t length = std::min(settings.chunk, size_ - queued_);
+      fs_->Enqueue(path_, queued_, length);
+      queued_ += length;
+    }
+    // Behind: the pages before this read are never read again.
+    const uint64_t passed = offset & ~(kPage - 1);
+    if (passed >= dropped_ + kDropStep) {
+      target()->InvalidateCache(dropped_, passed - dropped_).PermitUncheckedError();
+      dropped_ = passed;
+    }
+  }
+
+  // Reads [offset, offset + length) into a scratch buffer of this thread's,
+  // so that it lands in the page cache.
+  void ReadIntoCache(uint64_t offset, uint64_t length) const {
+    thread_local std::unique_ptr<char[]> scratch;
+    thread_local uint64_t capacity = 0;
+    if (length > capacity) {
+      scratch.reset(new char[length]);
+      capacity = length;
+    }
+    rocksdb::Slice result;
+    target()->Read(offset, length, rocksdb::IOOptions(), &result, scratch.get(), nullptr)
+        .PermitUncheckedError();
+  }
+
+  const std::shared_ptr<const std::string> path_;
+  const uint64_t size_;
+  PrefetchFileSystem* const fs_;
+  mutable absl::Mutex mu_;
+  mutable bool window_open_ ABSL_GUARDED_BY(mu_) = false;
+  mutable uint64_t window_start_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable uint64_t queued_ ABSL_GUARDED_BY(mu_) = 0;   // Queued for reading up to here.
+  mutable uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;  // Dropped below here.
+};
+
+}  // namespace
+
+PrefetchFileSystem::PrefetchFileSystem(std::shared_ptr<rocksdb::FileSystem> target, int readers)
+    : rocksdb::FileSystemWrapper(target) {
+  for (int i = 0; i < std::max(1, readers); ++i) {
+    readers_.emplace_back([this] {
+      SetThreadName("rs-prefetch");
+      ReaderLoop();
+    });
+  }
+}
+
+PrefetchFileSystem::~PrefetchFileSystem() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  for (std::thread& t : readers_) t.join();
+}
+
+void PrefetchFileSystem::SetReadahead(uint64_t chunk, uint64_t lead) {
+  chunk_.store(chunk, std::memory_order_relaxed);
+  lead_.store(std::min(lead, chunk), std::memory_order_relaxed);
+}
+
+PrefetchFileSystem::Settings PrefetchFileSystem::settings() const {
+  return {chunk_.load(std::memory_order_relaxed), lead_.load(std::memory_order_relaxed)};
+}
+
+void PrefetchFileSystem::Enqueue(std::shared_ptr<const std::string> path, uint64_t offset,
+                                 uint64_t length) {
+  absl::MutexLock lock(&mu_);
+  queue_.push_back({std::move(path), offset, length});
+}
+
+void PrefetchFileSystem::ReaderLoop() {
+  std::unique_ptr<char[]> buffer;
+  uint64_t capacity = 0;
+  for (;;) {
+    Request request;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](PrefetchFileSystem* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+            return self->stop_ || !self->queue_.empty();
+          },
+          this));
+      if (stop_) return;
+      request = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    if (request.length > capacity) {
+      capacity = request.length;
+      buffer.reset(new char[capacity]);
+    }
+    // Advisory: a file deleted meanwhile (a merge's input) or a failed read
+    // only means its reader reads from the disk itself.
+    const int fd = ::open(request.path->c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    // Exactly the chunk: without this the kernel's own readahead, its
+    // window up to read_ahead_kb, comes on top of every read.
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    uint64_t done = 0;
+    while (done < request.length) {
+      const ssize_t r = ::pread(fd, buffer.get(), request.length - done,
+                                static_cast<off_t>(request.offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      done += static_cast<uint64_t>(r);
+    }
+    ::close(fd);
+    prefetched_.fetch_add(done, std::memory_order_relaxed);
+  }
+}
+
+rocksdb::IOStatus PrefetchFileSystem::NewRandomAccessFile(
+    const std::string& fname, const rocksdb::FileOptions& options,
+    std::unique_ptr<rocksdb::FSRandomAccessFile>* result, rocksdb::IODebugContext* dbg) {
+  rocksdb::IOStatus s = target()->NewRandomAccessFile(fname, options, result, dbg);
+  if (!s.ok() || !absl::EndsWith(fname, ".sst") || options.use_direct_reads) return s;
+  uint64_t size = 0;
+  // Without its size the file is read without prefetching.
+  if (!target()->GetFileSize(fname, rocksdb::IOOptions(), &size, dbg).ok()) return s;
+  *result = std::make_unique<PrefetchingFile>(std::move(*result), fname, size, this);
+  return s;
+}
+
+}  // namespace rocksort::store

@@ -1,0 +1,139 @@
+#include "store/prefetch_fs_internal.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "test_util.h"
+
+namespace rocksort::store {
+namespace {
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * kKiB;
+constexpr uint64_t kSize = 8 * kMiB;
+
+// A table file of kSize bytes on a disk-backed filesystem, dropped from the
+// page cache, opened through a PrefetchFileSystem.
+class PrefetchFsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("000001.sst");
+    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    std::vector<char> block(kMiB, 'x');
+    for (uint64_t i = 0; i < kSize / kMiB; ++i) {
+      ASSERT_EQ(::write(fd, block.data(), block.size()), static_cast<ssize_t>(block.size()));
+    }
+    ASSERT_EQ(::fsync(fd), 0);
+    ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    ::close(fd);
+    if (Resident(0, kSize) > kSize / 8) {
+      GTEST_SKIP() << "this filesystem keeps files in memory (tmpfs?): can't observe readahead";
+    }
+    fs_ = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(), /*readers=*/2);
+    ASSERT_TRUE(fs_->NewRandomAccessFile(path_, rocksdb::FileOptions(), &file_, nullptr).ok());
+    // As RocksDB opens every table (advise_random_on_open).
+    file_->Hint(rocksdb::FSRandomAccessFile::kRandom);
+  }
+
+  // Bytes of [offset, offset + len) in the page cache (mincore).
+  uint64_t Resident(uint64_t offset, uint64_t len) {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    void* map = ::mmap(nullptr, kSize, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) return 0;
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> vec(kSize / page);
+    uint64_t resident = 0;
+    if (::mincore(map, kSize, vec.data()) == 0) {
+      for (uint64_t p = offset / page; p < (offset + len) / page; ++p) {
+        if (vec[p] & 1) resident += page;
+      }
+    }
+    ::munmap(map, kSize);
+    return resident;
+  }
+
+  // Waits up to 20 s (a loaded machine, sanitizers) for the range to be
+  // resident.
+  bool WaitResident(uint64_t offset, uint64_t len) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline) {
+      if (Resident(offset, len) == len) return true;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return false;
+  }
+
+  void Read(uint64_t offset, size_t n) {
+    std::vector<char> scratch(n);
+    rocksdb::Slice result;
+    ASSERT_TRUE(file_->Read(offset, n, rocksdb::IOOptions(), &result, scratch.data(), nullptr).ok());
+    ASSERT_EQ(result.size(), n);
+  }
+
+  testing::ScratchDir dir_;
+  std::string path_;
+  std::shared_ptr<PrefetchFileSystem> fs_;
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file_;
+};
+
+TEST_F(PrefetchFsTest, ReadsAChunkAheadOnceTheReaderIsWithinTheLead) {
+  fs_->SetReadahead(/*chunk=*/1 * kMiB, /*lead=*/256 * kKiB);
+  // The first read of a window reads its whole chunk at once.
+  Read(0, 64 * kKiB);
+  EXPECT_EQ(Resident(0, kMiB), kMiB);
+  EXPECT_LT(Resident(kMiB, kSize - kMiB), kMiB / 2);
+  // Within the lead of the chunk's end: the next chunk is read ahead.
+  Read(kMiB - 128 * kKiB, 64 * kKiB);
+  EXPECT_TRUE(WaitResident(kMiB, kMiB));
+  EXPECT_LT(Resident(2 * kMiB, kSize - 2 * kMiB), kMiB / 2);
+  EXPECT_GE(fs_->prefetched_bytes(), kMiB);
+}
+
+TEST_F(PrefetchFsTest, DropsWhatTheReaderHasPassed) {
+  fs_->SetReadahead(1 * kMiB, 256 * kKiB);
+  // A reader slower than the disk: each chunk is in before it gets there.
+  // The first read opens the window (and reads its first chunk itself).
+  for (uint64_t offset = 0; offset < 3 * kMiB; offset += 64 * kKiB) {
+    if (offset > 0) ASSERT_TRUE(WaitResident(offset, 64 * kKiB)) << offset;
+    Read(offset, 64 * kKiB);
+  }
+  // Everything before the last read's page, in steps of 256 KiB, left the
+  // cache; what is ahead of the reader is there.
+  EXPECT_LE(Resident(0, 2 * kMiB), 256 * kKiB);
+  EXPECT_TRUE(WaitResident(3 * kMiB, kMiB));
+}
+
+TEST_F(PrefetchFsTest, OffUntilAReadaheadIsSet) {
+  Read(0, 64 * kKiB);
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_LE(Resident(0, kSize), 512 * kKiB);
+  EXPECT_EQ(fs_->prefetched_bytes(), 0u);
+}
+
+TEST_F(PrefetchFsTest, OnlyTableFilesAreReadAhead) {
+  const std::string other = dir_.File("MANIFEST-000001");
+  std::filesystem::copy_file(path_, other);
+  std::unique_ptr<rocksdb::FSRandomAccessFile> manifest;
+  ASSERT_TRUE(fs_->NewRandomAccessFile(other, rocksdb::FileOptions(), &manifest, nullptr).ok());
+  fs_->SetReadahead(1 * kMiB, 256 * kKiB);
+  std::vector<char> scratch(64 * kKiB);
+  rocksdb::Slice result;
+  ASSERT_TRUE(manifest->Read(0, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(),
+                             nullptr).ok());
+  EXPECT_EQ(fs_->prefetched_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace rocksort::store
