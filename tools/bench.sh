@@ -29,6 +29,7 @@ source "$REPO/tools/hdd_emulation.sh"
 # --- Options and their defaults -------------------------------------------------
 
 input_spec=realistic
+feed="file"
 reference=""
 gen=$REPO/build/tools/gen_reads
 only=all
@@ -72,6 +73,11 @@ Input:
                        bytes (K/M/G) made by gen_reads and cached in DIR as
                        input-SIZE-sSEED.bam [seed 1]
                      FILE  an existing SAM, BAM or CRAM
+  --feed HOW         file: every command reads the input file [$feed]
+                     sam: the input as SAM text on stdin, from cat of a
+                       SAM copy made once (DIR/NAME.sam), as from an
+                       aligner; adds after_eof_s, the time from the end
+                       of stdin to the command's exit, and its ratios
   --reference FASTA  reference for a CRAM input, given to every command [none]
   --gen PATH         gen_reads binary [$gen]
 
@@ -248,6 +254,7 @@ parse_options() {
 set_option() {
   case $1 in
     --input) input_spec=$2 ;;
+    --feed) feed=$2 ;;
     --reference) reference=$2 ;;
     --gen) gen=$2 ;;
     --only) only=$2 ;;
@@ -274,6 +281,7 @@ set_option() {
 check_options() {
   local word words w item
   check_input_spec
+  [[ $feed == file || $feed == sam ]] || die "--feed: expected file or sam, got '$feed'"
   is_count "$threads" || die "--threads: expected a positive integer, got '$threads'"
   is_size "$mem" || die "--mem: expected an integer with optional K/M/G, got '$mem'"
   [[ -z $level || $level =~ ^[0-9]$ ]] || die "--level: expected 0-9, got '$level'"
@@ -433,6 +441,26 @@ prepare_input() {
   esac
   echo "  $input"
   echo "  $(stat -c %s -- "$input") bytes ($(human_bytes "$(stat -c %s -- "$input")")), ${input_records:-an uncounted number of} records"
+  [[ $feed == file ]] || sam_copy
+}
+
+# Sets $sam_input to the SAM text of $input (header included), made once
+# next to it (or in the work directory) and reused while newer than it.
+sam_copy() {
+  local partial
+  sam_input=$input.sam
+  [[ -w $(dirname -- "$input") ]] || sam_input=$workdir/$(basename -- "$input").sam
+  if [[ ! -f $sam_input || $sam_input -ot $input ]]; then
+    echo "  making its SAM copy once for --feed sam:"
+    print_command "$samtools" view -h --no-PG -@ "$threads" "${ref_args[@]}" -o "$sam_input" "$input"
+    partial=$sam_input.partial
+    gen_partial=$partial
+    "$samtools" view -h --no-PG -@ "$threads" "${ref_args[@]}" -o "$partial" -- "$input" ||
+      die "samtools view could not make the SAM copy $sam_input"
+    mv -f -- "$partial" "$sam_input"
+    gen_partial=""
+  fi
+  echo "  fed as SAM text: cat $sam_input ($(human_bytes "$(stat -c %s -- "$sam_input")")) | COMMAND -"
 }
 
 # The realistic input: runs tools/realistic/make_realistic_bam.sh (with
@@ -510,6 +538,8 @@ make_command() {
   local name=$1
   local out="$scratch/out.$name.bam" tmp="$scratch/tmp.$name"
   local common=(-@ "$threads" "${level_args[@]}" "${ref_args[@]}")
+  local input=$input
+  [[ $feed == file ]] || input=-
   case $name in
     samtools)
       cmd=("$samtools" sort "${common[@]}" -m "$mem" "${order_args[@]}" -T "$tmp/st" -o "$out" "$input") ;;
@@ -525,6 +555,13 @@ make_command() {
     copy)
       cmd=("$samtools" view "${common[@]}" -b -o "$out" "$input") ;;
   esac
+  if [[ $feed == sam ]]; then
+    # The times stdin ended and the command exited, for after_eof_s.
+    # shellcheck disable=SC2016  # expanded by the inner shell
+    cmd=(bash -c 'set -o pipefail; { cat -- "$1"; echo "$EPOCHREALTIME" >"$2"; } | "${@:4}"
+      s=$?; echo "$EPOCHREALTIME" >"$3"; exit "$s"' feed "$sam_input" "$scratch/eof.$name"
+      "$scratch/exit.$name" "${cmd[@]}")
+  fi
 }
 
 # --- Runs ----------------------------------------------------------------------------
@@ -532,14 +569,15 @@ make_command() {
 # Runs command $1 (run $2) in fresh cgroups under GNU time, sampling its
 # counters and temporary space about once a second, and appends
 # "name run wall cpu rss_mib cg_mib read_mib read_reqs peak_rps write_mib
-# tmp_bytes out_bytes" to $scratch/results.
+# tmp_bytes out_bytes after_eof_s" to $scratch/results (after_eof_s 0
+# without --feed sam).
 measured_run() {
   local name=$1 run=$2 cmd status=0
   local timefile="$scratch/time.$name.$run" log="$scratch/log.$name.$run"
   local timeline="$scratch/timeline.$name.$run"
   local out="$scratch/out.$name.bam" tmp="$scratch/tmp.$name"
   make_command "$name"
-  rm -f -- "$out"
+  rm -f -- "$out" "$scratch/eof.$name" "$scratch/exit.$name"
   rm -rf -- "$tmp"
   mkdir -p -- "$tmp"
   hdd_begin_run
@@ -587,8 +625,12 @@ measured_run() {
   fi
   # GNU time prints the format on the last line (earlier lines, if any, are
   # its own notes).
-  local wall user sys rss written
+  local wall user sys rss written after_eof=0
   read -r wall user sys rss written < <(tail -n 1 -- "$timefile")
+  if [[ $feed == sam ]]; then
+    after_eof=$(awk -v a="$(<"$scratch/eof.$name")" -v b="$(<"$scratch/exit.$name")" \
+      'BEGIN { printf "%.2f", b - a }')
+  fi
   [[ -f $out ]] || die "$name exited 0 but wrote no $out"
   printf '  run %d: %-18s %7.2f s wall, %d reads / %.1f MiB read (peak %d reads/s), peak temp %s bytes,' \
     "$run" "$name" "$wall" "$hdd_reqs" "$(awk -v b="$hdd_bytes" 'BEGIN { print b / 1048576 }')" \
@@ -596,9 +638,9 @@ measured_run() {
   printf ' memory limit hit %d times\n' "$hdd_failcnt"
   awk -v t="$name" -v r="$run" -v w="$wall" -v u="$user" -v s="$sys" -v m="$rss" \
     -v c="$hdd_cg_max" -v rb="$hdd_bytes" -v rq="$hdd_reqs" -v p="$peak_rps" \
-    -v wb="$written" -v tp="$tmp_peak" -v b="$(stat -c %s -- "$out")" \
-    'BEGIN { printf "%s %d %.2f %.2f %.1f %.1f %.1f %d %d %.1f %.0f %.0f\n", t, r, w, u + s, m / 1024,
-             c / 1048576, rb / 1048576, rq, p, wb * 512 / 1048576, tp, b }' \
+    -v wb="$written" -v tp="$tmp_peak" -v b="$(stat -c %s -- "$out")" -v e="$after_eof" \
+    'BEGIN { printf "%s %d %.2f %.2f %.1f %.1f %.1f %d %d %.1f %.0f %.0f %.2f\n", t, r, w, u + s,
+             m / 1024, c / 1048576, rb / 1048576, rq, p, wb * 512 / 1048576, tp, b, e }' \
     >>"$scratch/results"
 }
 
@@ -617,77 +659,8 @@ print_results() {
   echo
   echo "== Results ($mode; memory limit $((mem_limit_bytes / MIB)) MiB)"
   awk -v runs="$runs" -v unthrottled="$([[ $disk == unthrottled ]] && echo 1 || echo 0)" \
-    -v order="${names[*]}" -v peer="samtools" '
-    function median(tool, col,    n, i, j, t, v) {
-      n = 0
-      for (i = 1; i <= NR; i++) if (name[i] == tool) v[++n] = val[i, col]
-      for (i = 2; i <= n; i++)  # insertion sort; n is small
-        for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-      return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-    }
-    function row(t, r, w, c, m, g, rb, rq, p, wb, tp, b) {
-      printf "  %-18s %4s %8.2f %7.2f %7.1f %7.1f %8.1f %9d %6.1f %6d %9.1f %12.0f %12.0f\n", t, r, w, c,
-        m, g, rb, rq, (w > 0 ? rq / w : 0), p, wb, tp, b
-    }
-    function ratio(w, base) {
-      if (base <= 0 || w <= 0) return "n/a"
-      return sprintf("%.2f", w / base)
-    }
-    { name[NR] = $1; for (c = 2; c <= 12; c++) val[NR, c] = $c }
-    END {
-      printf "  %-18s %4s %8s %7s %7s %7s %8s %9s %6s %6s %9s %12s %12s\n", "command", "run", "wall_s",
-        "cpu_s", "rss_MiB", "cg_MiB", "read_MiB", "read_reqs", "avg/s", "peak/s", "write_MiB",
-        "tmp_bytes", "output_bytes"
-      for (i = 1; i <= NR; i++)
-        row(name[i], val[i, 2], val[i, 3], val[i, 4], val[i, 5], val[i, 6], val[i, 7], val[i, 8],
-          val[i, 9], val[i, 10], val[i, 11], val[i, 12])
-      k = split(order, tool, " ")
-      if (runs > 1) {
-        print ""
-        printf "  medians of %d runs:\n", runs
-        for (i = 1; i <= k; i++)
-          row(tool[i], "med", median(tool[i], 3), median(tool[i], 4), median(tool[i], 5),
-            median(tool[i], 6), median(tool[i], 7), median(tool[i], 8), median(tool[i], 9),
-            median(tool[i], 10), median(tool[i], 11), median(tool[i], 12))
-      }
-      print ""
-      print "  cpu_s = user + sys; rss_MiB = peak RSS (GNU time %M); cg_MiB = memory.max_usage_in_bytes"
-      print "  (includes page cache); read_MiB, read_reqs = Read lines of blkio.throttle.io_service_bytes"
-      print "  and io_serviced for the disk; avg/s = read_reqs / wall_s; peak/s = highest read requests"
-      print "  per second over ~1 s samples; write_MiB = bytes the command wrote to files, temporary"
-      print "  files and the output (GNU time %O x 512 B), never throttled; tmp_bytes = peak temporary"
-      print "  space: the largest total size of the files under the command'"'"'s -T directory, sampled"
-      print "  once a second (0 for a run shorter than a second)."
-      if (unthrottled) {
-        zero = 0
-        for (i = 1; i <= NR; i++) if (val[i, 8] == 0) zero = 1
-        if (zero)
-          print "  note: zero reads means blk-throttle is not active on this disk yet (the kernel keeps these\n" \
-                "  counters only once some cgroup has had a throttle rule on it): treat them as n/a."
-      }
-      has_peer = has_copy = 0
-      for (i = 1; i <= k; i++) {
-        if (tool[i] == peer) has_peer = 1
-        if (tool[i] == "copy") has_copy = 1
-      }
-      print ""
-      printf "  median wall time divided by samtools'"'"' (vs_samtools)%s:\n",
-        has_copy ? " and by copy'"'"'s, the floor (vs_copy)" : ""
-      if (has_copy) printf "  %-18s %8s %-22s  %7s\n", "command", "wall_s", "vs_samtools", "vs_copy"
-      else printf "  %-18s %8s %s\n", "command", "wall_s", "vs_samtools"
-      base = has_peer ? median(peer, 3) : 0
-      floor = has_copy ? median("copy", 3) : 0
-      for (i = 1; i <= k; i++) {
-        w = median(tool[i], 3)
-        r = ratio(w, base)
-        if (r != "n/a" && tool[i] != peer)
-          r = r (w == base ? " (same)" : sprintf(" (%.2fx %s)", (w < base ? base / w : w / base),
-            (w < base ? "faster" : "slower")))
-        if (has_copy) printf "  %-18s %8.2f %-22s  %7s\n", tool[i], w, r, ratio(w, floor)
-        else printf "  %-18s %8.2f %s\n", tool[i], w, r
-      }
-      if (!has_peer) print "  (samtools, the baseline, did not run: add it to --only for the ratios)"
-    }' "$scratch/results"
+    -v order="${names[*]}" -v peer="samtools" -v feed="$feed" \
+    -f "$REPO/tools/bench_results.awk" "$scratch/results"
   if [[ $disk == hdd ]]; then
     echo
     echo "  HDD penalty: run again with --disk unthrottled and divide the wall times."

@@ -3,7 +3,8 @@
 # input on the emulated HDD (-@ 1 -m 8M, --only all,copy --verify --keep):
 # every command gets a result row with a peak-temp figure, each kept
 # timeline is well formed, and --verify finds rocksort's output identical to
-# samtools'. Timing is not checked: the figures come from real runs
+# samtools'; then again with the input fed as SAM on stdin (--feed sam):
+# rows with an after-EOF time, identical outputs. Timing is not checked: the figures come from real runs
 # (docs/benchmarks.md).
 #
 # Usage: bench_smoke.sh ROCKSORT GEN_READS
@@ -78,5 +79,20 @@ grep -q '^  rocksort records: IDENTICAL' "$work/out.txt" ||
 grep -q '^  rocksort header (without @PG): IDENTICAL' "$work/out.txt" ||
   fail "--verify did not report identical headers"
 ! grep -q 'DIFFERENT' "$work/out.txt" || fail "--verify reported a difference"
+cat -- "$work/out.txt"
+
+"$repo/tools/bench.sh" --input gen:1M --feed sam --threads 1 --mem 8M --disk hdd --only all \
+  --verify --workdir "$work" --rocksort "$rocksort" --gen "$gen" "${samtools_args[@]}" \
+  >"$work/out.txt" 2>&1 || fail "the harness failed with --feed sam"
+[[ $(grep -E '^  command +run ' "$work/out.txt" | awk '{ print $14 }') == after_eof_s ]] ||
+  fail "no after_eof_s column with --feed sam"
+for name in samtools rocksort; do
+  awk -v n="$name" '$1 == n && $2 == 1 && NF == 14 && $14 ~ /^[0-9.]+$/ { ok = 1 }
+    END { exit !ok }' "$work/out.txt" || fail "no --feed sam result row for $name"
+done
+grep -Eq '^  rocksort +[0-9.]+ [0-9.]+ \([^)]+\) +[0-9.]+ [0-9.]+ \([^)]+\) *$' "$work/out.txt" ||
+  fail "no after-EOF ratio for rocksort"
+grep -q '^  rocksort records: IDENTICAL' "$work/out.txt" ||
+  fail "--verify did not report identical records with --feed sam"
 cat -- "$work/out.txt"
 echo "bench_smoke: OK"
