@@ -149,7 +149,11 @@ TEST_F(EndToEndTest, NoCompactionReadsEveryRunAtTheEndAndMatchesSamtools) {
   EXPECT_NE(json.find("\"write_amplification\": 1.000"), std::string::npos) << json;
   const int flushed = NumberAfter(json, "\"runs_flushed\": ");
   EXPECT_GT(flushed, 20) << json;
-  EXPECT_EQ(NumberAfter(json, "\"runs_at_final_merge\": "), flushed) << json;
+  // A memtable sealed last may still have been flushing when the final
+  // merge started: it read that one from memory.
+  const int runs = NumberAfter(json, "\"runs_at_final_merge\": ");
+  EXPECT_LE(runs, flushed) << json;
+  EXPECT_GE(runs + NumberAfter(json, "\"memtables_at_final_merge\": "), flushed) << json;
 }
 
 TEST_F(EndToEndTest, TwoLanesMergedDownInParallelMatchSamtools) {
@@ -444,7 +448,8 @@ TEST_F(EndToEndTest, SamWithoutSqTakesReferencesFromTheFastaIndex) {
 // reopens them, and the merges read no more at once than the limit allows.
 // Before, this failed with "Too many open files" while loading.
 TEST_F(EndToEndTest, MoreRunsThanOpenFilesMatchSamtools) {
-  const std::string in = Generate("in.bam", "-n 100000 --seed 17");
+  // About 200 runs of 480 KiB at -m 1M, well above the 128 open files.
+  const std::string in = Generate("in.bam", "-n 150000 --seed 17");
   const std::string expected = SamtoolsSort(in);
   const std::string out = dir_.File("out.bam");
   const std::string stats = dir_.File("stats.json");
