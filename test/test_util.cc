@@ -10,10 +10,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "htslib/bgzf.h"
 #include "htslib/sam.h"
 
@@ -100,8 +100,8 @@ absl::StatusOr<AlignmentFile> ReadAlignmentFile(const std::string& path) {
   while ((r = sam_read1(in, header, b)) >= 0) {
     const bam1_core_t& c = b->core;
     std::string rec = absl::StrCat(c.tid, ":", c.pos, ":", c.bin, ":", c.qual, ":", c.flag, ":",
-                                   c.n_cigar, ":", c.l_qseq, ":", c.mtid, ":", c.mpos, ":",
-                                   c.isize, ":", c.l_qname - c.l_extranul, "|");
+                                   c.n_cigar, ":", c.l_qseq, ":", c.mtid, ":", c.mpos, ":", c.isize,
+                                   ":", c.l_qname - c.l_extranul, "|");
     rec.append(reinterpret_cast<const char*>(b->data), c.l_qname - c.l_extranul);
     rec.append(reinterpret_cast<const char*>(b->data) + c.l_qname, b->l_data - c.l_qname);
     file.records.push_back(std::move(rec));
@@ -139,8 +139,8 @@ std::string CompareAlignmentFiles(const std::string& expected, const std::string
   absl::StatusOr<AlignmentFile> a = ReadAlignmentFile(actual);
   if (!a.ok()) return std::string(a.status().message());
   if (e->header_without_pg != a->header_without_pg) {
-    return absl::StrCat("headers differ:\n--- expected\n", e->header_without_pg,
-                        "\n--- actual\n", a->header_without_pg);
+    return absl::StrCat("headers differ:\n--- expected\n", e->header_without_pg, "\n--- actual\n",
+                        a->header_without_pg);
   }
   const size_t n = std::min(e->records.size(), a->records.size());
   for (size_t i = 0; i < n; ++i) {

@@ -7,8 +7,8 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -19,11 +19,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "common/allocator.h"
+#include "common/interrupt.h"
 #include "common/size.h"
 #include "common/status_macros.h"
 #include "htslib/hts.h"
-#include "common/allocator.h"
-#include "common/interrupt.h"
 #include "output/output.h"
 
 #ifndef ROCKSORT_VERSION
@@ -225,7 +225,8 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       }
       case 'm': {
         absl::StatusOr<uint64_t> size = ParseSize(optarg);
-        if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("-m: ", size.status().message()));
+        if (!size.ok())
+          return absl::InvalidArgumentError(absl::StrCat("-m: ", size.status().message()));
         if (*size < kMinMemoryPerThread) {
           return absl::InvalidArgumentError(
               absl::StrFormat("-m %s is too small: at least 1M per thread", optarg));
@@ -239,7 +240,8 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         break;
       case 's': {
         absl::StatusOr<uint64_t> size = ParseSize(optarg);
-        if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("-s: ", size.status().message()));
+        if (!size.ok())
+          return absl::InvalidArgumentError(absl::StrCat("-s: ", size.status().message()));
         o.size_hint = *size;
         break;
       }
@@ -315,8 +317,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         return absl::InvalidArgumentError(
             absl::StrFormat("option %s needs a value", argv[optind - 1]));
       default:
-        return absl::InvalidArgumentError(
-            absl::StrFormat("unknown option %s", argv[optind - 1]));
+        return absl::InvalidArgumentError(absl::StrFormat("unknown option %s", argv[optind - 1]));
     }
   }
   ASSIGN_OR_RETURN(o.order, keycodec::SortOrder::FromFlags(order_kind, lexicographic, sort_tag));
@@ -330,8 +331,8 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   const std::vector<std::string> positional(argv + optind, argv + argc);
   const size_t max_positional = output_given ? 1 : 2;
   if (positional.size() > max_positional) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "too many arguments (\"%s\")", absl::StrJoin(positional, " ")));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("too many arguments (\"%s\")", absl::StrJoin(positional, " ")));
   }
   if (positional.empty()) {
     if (stdin_is_terminal) {
@@ -348,9 +349,9 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
     o.index_output = o.output.substr(at + std::strlen(HTS_IDX_DELIM));
     o.output.resize(at);
     if (o.output.empty() || o.index_output.empty()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "invalid output \"%s%s%s\": expected OUT%sINDEX", o.output, HTS_IDX_DELIM,
-          o.index_output, HTS_IDX_DELIM));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("invalid output \"%s%s%s\": expected OUT%sINDEX", o.output, HTS_IDX_DELIM,
+                          o.index_output, HTS_IDX_DELIM));
     }
   }
   // As samtools: -O, else the output's name (level= options override -l
@@ -359,8 +360,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   ASSIGN_OR_RETURN(o.format, output::ResolveOutputFormat(format));
   if (o.write_index && !o.order.is_coordinate()) {
     // As samtools: a warning, and the sort goes on without an index.
-    command.warnings.push_back(
-        "ignoring --write-index: an index needs coordinate-sorted output");
+    command.warnings.push_back("ignoring --write-index: an index needs coordinate-sorted output");
     o.write_index = false;
     o.index_output.clear();
   }

@@ -113,13 +113,12 @@ constexpr uint64_t kMinCheckpointStep = 16;
 
 // GRCh38 primary chromosome lengths (chr1..chr22, chrX, chrY, chrM). Only
 // the proportions are used; they are scaled to --genome-length.
-constexpr int64_t kHumanLengths[] = {
-    248956422, 242193529, 198295559, 190214555, 181538259, 170805979, 159345973,
-    145138636, 138394717, 133797422, 135086622, 133275309, 114364328, 107043718,
-    101991189, 90338345,  83257441,  80373285,  58617616,  64444167,  46709983,
-    50818468,  156040895, 57227415,  16569};
-constexpr int kNumHumanLengths =
-    sizeof(kHumanLengths) / sizeof(kHumanLengths[0]);
+constexpr int64_t kHumanLengths[] = {248956422, 242193529, 198295559, 190214555, 181538259,
+                                     170805979, 159345973, 145138636, 138394717, 133797422,
+                                     135086622, 133275309, 114364328, 107043718, 101991189,
+                                     90338345,  83257441,  80373285,  58617616,  64444167,
+                                     46709983,  50818468,  156040895, 57227415,  16569};
+constexpr int kNumHumanLengths = sizeof(kHumanLengths) / sizeof(kHumanLengths[0]);
 
 constexpr char kBases[] = "ACGT";
 constexpr char kReadGroup[] = "SIM.1";
@@ -167,8 +166,7 @@ class Rng {
   // Uniform in [0, n) by multiply-shift; the bias (< n / 2^64) is irrelevant
   // here and the method needs no rejection loop.
   uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >>
-                                 64);
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
   }
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
   bool Chance(double p) { return Uniform() < p; }
@@ -212,79 +210,75 @@ struct Options {
 
 void PrintUsage(FILE* out) {
   const Options d;
-  std::fprintf(
-      out,
-      "Usage: %s -o FILE (-n INT | --target-bytes SIZE) [options]\n"
-      "\n"
-      "Writes synthetic paired-end alignments in aligner (unsorted) order.\n"
-      "The output is deterministic for a given seed and set of options.\n"
-      "\n"
-      "Output:\n"
-      "  -o FILE               output; format from the name: *.bam -> BAM,\n"
-      "                        *.sam -> SAM, '-' -> SAM on stdout\n"
-      "  -l INT                BAM compression level 0-9 [htslib default]\n"
-      "  -@ INT                extra htslib threads for writing [%d]\n"
-      "\n"
-      "Amount (exactly one of):\n"
-      "  -n INT                number of read pairs (edge-case records come\n"
-      "                        on top)\n"
-      "      --target-bytes SIZE\n"
-      "                        emit pairs until the output holds SIZE bytes\n"
-      "                        (compressed bytes for BAM)\n"
-      "\n"
-      "Content:\n"
-      "      --seed INT        random seed [%" PRIu64
-      "]\n"
-      "      --read-length INT read length, 10-%d [%d]\n"
-      "      --refs INT        number of @SQ references, sized like human\n"
-      "                        chromosomes [%d]\n"
-      "      --genome-length SIZE\n"
-      "                        total reference length; each reference is at\n"
-      "                        least %" PRId64 " bases [%" PRIu64
-      "M]\n"
-      "      --unmapped-frac F fraction of pairs with one unmapped mate; a\n"
-      "                        further F/4 of pairs are fully unmapped [%g]\n"
-      "      --tie-frac F      fraction of pairs whose read 1 reuses the\n"
-      "                        position of a recent read [%g]\n"
-      "      --edge-cases      also emit, %d times each, spread through the\n"
-      "                        file: a %d-base read, a %d-op CIGAR, a\n"
-      "                        %d-element B:i tag, a %d-char Z tag, reads\n"
-      "                        at the first and last base, pairs on the last\n"
-      "                        reference, unmapped reads and a burst of %d\n"
-      "                        exact ties\n"
-      "\n"
-      "  -h, --help            print this help and exit\n"
-      "\n"
-      "SIZE is an integer with an optional K, M or G suffix (powers of 1024,\n"
-      "as in samtools).\n",
-      kProgramName, d.threads, d.seed, kMaxReadLength, d.read_length, d.refs,
-      kMinRefLength, d.genome_length >> 20, d.unmapped_frac, d.tie_frac,
-      kEdgeRepeats, kLongReadLength, 2 * kManyOpsPairs, kHugeArrayElements,
-      kHugeStringLength, kTieBurstSize);
+  std::fprintf(out,
+               "Usage: %s -o FILE (-n INT | --target-bytes SIZE) [options]\n"
+               "\n"
+               "Writes synthetic paired-end alignments in aligner (unsorted) order.\n"
+               "The output is deterministic for a given seed and set of options.\n"
+               "\n"
+               "Output:\n"
+               "  -o FILE               output; format from the name: *.bam -> BAM,\n"
+               "                        *.sam -> SAM, '-' -> SAM on stdout\n"
+               "  -l INT                BAM compression level 0-9 [htslib default]\n"
+               "  -@ INT                extra htslib threads for writing [%d]\n"
+               "\n"
+               "Amount (exactly one of):\n"
+               "  -n INT                number of read pairs (edge-case records come\n"
+               "                        on top)\n"
+               "      --target-bytes SIZE\n"
+               "                        emit pairs until the output holds SIZE bytes\n"
+               "                        (compressed bytes for BAM)\n"
+               "\n"
+               "Content:\n"
+               "      --seed INT        random seed [%" PRIu64
+               "]\n"
+               "      --read-length INT read length, 10-%d [%d]\n"
+               "      --refs INT        number of @SQ references, sized like human\n"
+               "                        chromosomes [%d]\n"
+               "      --genome-length SIZE\n"
+               "                        total reference length; each reference is at\n"
+               "                        least %" PRId64 " bases [%" PRIu64
+               "M]\n"
+               "      --unmapped-frac F fraction of pairs with one unmapped mate; a\n"
+               "                        further F/4 of pairs are fully unmapped [%g]\n"
+               "      --tie-frac F      fraction of pairs whose read 1 reuses the\n"
+               "                        position of a recent read [%g]\n"
+               "      --edge-cases      also emit, %d times each, spread through the\n"
+               "                        file: a %d-base read, a %d-op CIGAR, a\n"
+               "                        %d-element B:i tag, a %d-char Z tag, reads\n"
+               "                        at the first and last base, pairs on the last\n"
+               "                        reference, unmapped reads and a burst of %d\n"
+               "                        exact ties\n"
+               "\n"
+               "  -h, --help            print this help and exit\n"
+               "\n"
+               "SIZE is an integer with an optional K, M or G suffix (powers of 1024,\n"
+               "as in samtools).\n",
+               kProgramName, d.threads, d.seed, kMaxReadLength, d.read_length, d.refs,
+               kMinRefLength, d.genome_length >> 20, d.unmapped_frac, d.tie_frac, kEdgeRepeats,
+               kLongReadLength, 2 * kManyOpsPairs, kHugeArrayElements, kHugeStringLength,
+               kTieBurstSize);
 }
 
 // Parses a non-negative decimal integer with nothing else around it.
-Status ParseUint(std::string_view flag, const char* text, uint64_t max,
-                 uint64_t* out) {
+Status ParseUint(std::string_view flag, const char* text, uint64_t max, uint64_t* out) {
   const char* end = text + std::strlen(text);
   uint64_t value = 0;
   auto [ptr, ec] = std::from_chars(text, end, value);
   if (ptr == text || ptr != end || ec != std::errc() || value > max) {
-    return Status::Error(std::string(flag) + ": expected an integer in 0.." +
-                         std::to_string(max) + ", got \"" + text + "\"");
+    return Status::Error(std::string(flag) + ": expected an integer in 0.." + std::to_string(max) +
+                         ", got \"" + text + "\"");
   }
   *out = value;
   return Status::Ok();
 }
 
-Status ParseIntInRange(std::string_view flag, const char* text, int min,
-                       int max, int* out) {
+Status ParseIntInRange(std::string_view flag, const char* text, int min, int max, int* out) {
   uint64_t value = 0;
   Status s = ParseUint(flag, text, static_cast<uint64_t>(max), &value);
   if (!s.ok() || value < static_cast<uint64_t>(min)) {
-    return Status::Error(std::string(flag) + ": expected an integer in " +
-                         std::to_string(min) + ".." + std::to_string(max) +
-                         ", got \"" + text + "\"");
+    return Status::Error(std::string(flag) + ": expected an integer in " + std::to_string(min) +
+                         ".." + std::to_string(max) + ", got \"" + text + "\"");
   }
   *out = static_cast<int>(value);
   return Status::Ok();
@@ -328,16 +322,14 @@ Status ParseSize(std::string_view flag, const char* text, uint64_t* out) {
   return Status::Ok();
 }
 
-Status ParseFraction(std::string_view flag, const char* text, double max,
-                     double* out) {
+Status ParseFraction(std::string_view flag, const char* text, double max, double* out) {
   errno = 0;
   char* end = nullptr;
   const double value = std::strtod(text, &end);
-  if (end == text || *end != '\0' || errno != 0 || !std::isfinite(value) ||
-      value < 0.0 || value > max) {
+  if (end == text || *end != '\0' || errno != 0 || !std::isfinite(value) || value < 0.0 ||
+      value > max) {
     return Status::Error(std::string(flag) + ": expected a number in 0.." +
-                         std::to_string(max).substr(0, 4) + ", got \"" + text +
-                         "\"");
+                         std::to_string(max).substr(0, 4) + ", got \"" + text + "\"");
   }
   *out = value;
   return Status::Ok();
@@ -357,8 +349,7 @@ enum LongOption : int {
 enum class ParseResult { kRun, kHelp, kMisuse };
 
 // On kMisuse, *error holds the message (empty for "no arguments at all").
-ParseResult ParseOptions(int argc, char** argv, Options* opts,
-                         std::string* error) {
+ParseResult ParseOptions(int argc, char** argv, Options* opts, std::string* error) {
   static const struct option kLongOptions[] = {
       {"help", no_argument, nullptr, 'h'},
       {"target-bytes", required_argument, nullptr, kOptTargetBytes},
@@ -378,16 +369,14 @@ ParseResult ParseOptions(int argc, char** argv, Options* opts,
 
   opterr = 0;  // we print our own messages
   int c;
-  while ((c = getopt_long(argc, argv, ":o:n:l:@:h", kLongOptions, nullptr)) !=
-         -1) {
+  while ((c = getopt_long(argc, argv, ":o:n:l:@:h", kLongOptions, nullptr)) != -1) {
     Status s = Status::Ok();
     switch (c) {
       case 'o':
         opts->output = optarg;
         break;
       case 'n':
-        s = ParseUint("-n", optarg, std::numeric_limits<int64_t>::max(),
-                      &opts->pairs);
+        s = ParseUint("-n", optarg, std::numeric_limits<int64_t>::max(), &opts->pairs);
         opts->have_pairs = true;
         break;
       case 'l':
@@ -403,12 +392,10 @@ ParseResult ParseOptions(int argc, char** argv, Options* opts,
         opts->have_target = true;
         break;
       case kOptSeed:
-        s = ParseUint("--seed", optarg, std::numeric_limits<uint64_t>::max(),
-                      &opts->seed);
+        s = ParseUint("--seed", optarg, std::numeric_limits<uint64_t>::max(), &opts->seed);
         break;
       case kOptReadLength:
-        s = ParseIntInRange("--read-length", optarg, 10, kMaxReadLength,
-                            &opts->read_length);
+        s = ParseIntInRange("--read-length", optarg, 10, kMaxReadLength, &opts->read_length);
         break;
       case kOptRefs:
         s = ParseIntInRange("--refs", optarg, 1, 1000000, &opts->refs);
@@ -428,14 +415,12 @@ ParseResult ParseOptions(int argc, char** argv, Options* opts,
         opts->edge_cases = true;
         break;
       case ':':
-        *error =
-            std::string("option ") + argv[optind - 1] + " needs an argument";
+        *error = std::string("option ") + argv[optind - 1] + " needs an argument";
         return ParseResult::kMisuse;
       default:
-        *error =
-            optopt > 0 && optopt < 128
-                ? std::string("unknown option -") + static_cast<char>(optopt)
-                : std::string("unknown option ") + argv[optind - 1];
+        *error = optopt > 0 && optopt < 128
+                     ? std::string("unknown option -") + static_cast<char>(optopt)
+                     : std::string("unknown option ") + argv[optind - 1];
         return ParseResult::kMisuse;
     }
     if (!s.ok()) {
@@ -462,8 +447,7 @@ ParseResult ParseOptions(int argc, char** argv, Options* opts,
   }
   if (opts->genome_length < static_cast<uint64_t>(kMinRefLength) ||
       opts->genome_length > kMaxGenomeLength) {
-    *error = "--genome-length must be between " +
-             std::to_string(kMinRefLength) + " and " +
+    *error = "--genome-length must be between " + std::to_string(kMinRefLength) + " and " +
              std::to_string(kMaxGenomeLength >> 30) + "G";
     return ParseResult::kMisuse;
   }
@@ -488,9 +472,8 @@ class Reference {
       } else {
         // Beyond the primary assembly: small contigs, like the unplaced
         // scaffolds of GRCh38 (tens to hundreds of kilobases).
-        weights.push_back(
-            20000.0 +
-            static_cast<double>((static_cast<uint64_t>(i) * 104729) % 280000));
+        weights.push_back(20000.0 +
+                          static_cast<double>((static_cast<uint64_t>(i) * 104729) % 280000));
         names_.push_back("chrUn_sim" + std::to_string(i + 1));
       }
     }
@@ -499,14 +482,12 @@ class Reference {
 
     offsets_.push_back(0);
     for (int i = 0; i < n_refs; ++i) {
-      const double scaled = std::round(static_cast<double>(genome_length) *
-                                       weights[i] / total_weight);
-      const int64_t length =
-          std::max(kMinRefLength, static_cast<int64_t>(scaled));
+      const double scaled =
+          std::round(static_cast<double>(genome_length) * weights[i] / total_weight);
+      const int64_t length = std::max(kMinRefLength, static_cast<int64_t>(scaled));
       if (length > kMaxRefLength) {
-        return Status::Error("--genome-length too large for --refs " +
-                             std::to_string(n_refs) + ": " + names_[i] +
-                             " would exceed 2^31-2 bases");
+        return Status::Error("--genome-length too large for --refs " + std::to_string(n_refs) +
+                             ": " + names_[i] + " would exceed 2^31-2 bases");
       }
       lengths_.push_back(length);
       offsets_.push_back(offsets_.back() + static_cast<uint64_t>(length));
@@ -580,8 +561,7 @@ void AppendNumber(std::string* out, int64_t value) {
 }
 
 // CIGAR as SAM text. SA:Z wants soft clips where the record has hard clips.
-void CigarToString(const std::vector<uint32_t>& cigar, bool hard_as_soft,
-                   std::string* out) {
+void CigarToString(const std::vector<uint32_t>& cigar, bool hard_as_soft, std::string* out) {
   out->clear();
   for (uint32_t c : cigar) {
     AppendNumber(out, bam_cigar_oplen(c));
@@ -693,8 +673,8 @@ class ReadSimulator {
   // rate. Sets tid, pos, cigar, seq, md, nm, score and ref_span of *a; leaves
   // reverse, mapq and qual alone.
   // REQUIRES: 0 <= pos < ref length, aligned >= 1.
-  void Align(int32_t tid, int64_t pos, int lead_clip, int aligned,
-             int trail_clip, const char* qual, Rng& rng, Alignment* a) {
+  void Align(int32_t tid, int64_t pos, int lead_clip, int aligned, int trail_clip, const char* qual,
+             Rng& rng, Alignment* a) {
     a->tid = tid;
     a->pos = pos;
     a->cigar.clear();
@@ -734,8 +714,7 @@ class ReadSimulator {
             score -= 6 + len;
             q += len;
           } else {
-            const int len = static_cast<int>(
-                std::min<int64_t>(1 + aux % 3, ref_len - r - 1));
+            const int len = static_cast<int>(std::min<int64_t>(1 + aux % 3, ref_len - r - 1));
             AppendNumber(&a->md, match_run);
             match_run = 0;
             a->md.push_back('^');
@@ -792,8 +771,7 @@ class ReadSimulator {
     low_threshold_.resize(len);
     for (int i = 0; i < len; ++i) {
       const double frac = static_cast<double>(i) / len;
-      low_threshold_[i] =
-          static_cast<uint32_t>((0.015 + 0.15 * frac * frac) * 65536.0);
+      low_threshold_[i] = static_cast<uint32_t>((0.015 + 0.15 * frac * frac) * 65536.0);
     }
     threshold_len_ = len;
   }
@@ -907,16 +885,14 @@ class Writer {
     header_ = header;
     const std::string_view out = opts.output;
     auto ends_with = [&out](std::string_view suffix) {
-      return out.size() > suffix.size() &&
-             out.substr(out.size() - suffix.size()) == suffix;
+      return out.size() > suffix.size() && out.substr(out.size() - suffix.size()) == suffix;
     };
     std::string mode;
     if (out == "-" || ends_with(".sam")) {
       mode = "w";
       is_bam_ = false;
       if (opts.compression_level >= 0) {
-        std::fprintf(stderr, "%s: warning: -l is ignored for SAM output\n",
-                     kProgramName);
+        std::fprintf(stderr, "%s: warning: -l is ignored for SAM output\n", kProgramName);
       }
     } else if (ends_with(".bam")) {
       mode = "wb";
@@ -930,8 +906,7 @@ class Writer {
     }
     fp_.reset(sam_open(opts.output.c_str(), mode.c_str()));
     if (!fp_) {
-      return Status::Error("can't open \"" + opts.output +
-                           "\": " + std::strerror(errno));
+      return Status::Error("can't open \"" + opts.output + "\": " + std::strerror(errno));
     }
     if (opts.threads > 0 && hts_set_threads(fp_.get(), opts.threads) != 0) {
       return Status::Error("can't start " + std::to_string(opts.threads) +
@@ -949,13 +924,12 @@ class Writer {
   Status Write(const RecordFields& f, const AuxBuilder& aux) {
     bam1_t* b = bam_.get();
     const size_t n_cigar = f.cigar != nullptr ? f.cigar->size() : 0;
-    if (bam_set1(b, f.name.size(), f.name.data(), f.flag, f.tid, f.pos, f.mapq,
-                 n_cigar, n_cigar ? f.cigar->data() : nullptr, f.mtid, f.mpos,
-                 f.tlen, f.seq.size(), f.seq.empty() ? nullptr : f.seq.data(),
-                 f.qual.empty() ? nullptr : f.qual.data(), aux.size()) < 0) {
-      return Status::Error("\"" + name_ + "\": record " +
-                           std::to_string(records_ + 1) + " (read \"" +
-                           std::string(f.name) +
+    if (bam_set1(b, f.name.size(), f.name.data(), f.flag, f.tid, f.pos, f.mapq, n_cigar,
+                 n_cigar ? f.cigar->data() : nullptr, f.mtid, f.mpos, f.tlen, f.seq.size(),
+                 f.seq.empty() ? nullptr : f.seq.data(), f.qual.empty() ? nullptr : f.qual.data(),
+                 aux.size()) < 0) {
+      return Status::Error("\"" + name_ + "\": record " + std::to_string(records_ + 1) +
+                           " (read \"" + std::string(f.name) +
                            "\"): can't build record: " + std::strerror(errno));
     }
     // bam_set1 reserved aux.size() bytes after the core fields.
@@ -963,9 +937,8 @@ class Writer {
     b->l_data += static_cast<int>(aux.size());
     const int ret = sam_write1(fp_.get(), header_, b);
     if (ret < 0) {
-      return Status::Error("\"" + name_ + "\": record " +
-                           std::to_string(records_ + 1) + " (read \"" +
-                           std::string(f.name) + "\"): write failed");
+      return Status::Error("\"" + name_ + "\": record " + std::to_string(records_ + 1) +
+                           " (read \"" + std::string(f.name) + "\"): write failed");
     }
     text_bytes_ += static_cast<uint64_t>(ret);  // SAM: the line incl. '\n'
     ++records_;
@@ -1015,15 +988,14 @@ Status BuildHeader(const Options& opts, const Reference& ref,
                    std::unique_ptr<sam_hdr_t, HeaderFreer>* out) {
   std::string text = "@HD\tVN:1.6\tSO:unsorted\n";
   for (int i = 0; i < ref.size(); ++i) {
-    text += "@SQ\tSN:" + ref.name(i) + "\tLN:" + std::to_string(ref.length(i)) +
-            "\n";
+    text += "@SQ\tSN:" + ref.name(i) + "\tLN:" + std::to_string(ref.length(i)) + "\n";
   }
   text += std::string("@RG\tID:") + kReadGroup +
           "\tSM:sim_sample\tLB:sim_lib1\tPL:ILLUMINA\tPU:FC01.1\n";
   std::unique_ptr<sam_hdr_t, HeaderFreer> h(sam_hdr_init());
   if (!h || sam_hdr_add_lines(h.get(), text.data(), text.size()) != 0 ||
-      sam_hdr_add_pg(h.get(), kProgramName, "VN", kVersion, "CL",
-                     opts.command_line.c_str(), nullptr) != 0) {
+      sam_hdr_add_pg(h.get(), kProgramName, "VN", kVersion, "CL", opts.command_line.c_str(),
+                     nullptr) != 0) {
     return Status::Error("can't build the SAM header");
   }
   *out = std::move(h);
@@ -1068,8 +1040,7 @@ class Generator {
         pair_rng_(StreamSeed(opts.seed, kStreamPairs)),
         name_rng_(StreamSeed(opts.seed, kStreamNames)),
         edge_rng_(StreamSeed(opts.seed, kStreamEdge)) {
-    fragment_mean_ = std::max(opts.read_length + 50.0,
-                              std::round(opts.read_length * 7.0 / 3.0));
+    fragment_mean_ = std::max(opts.read_length + 50.0, std::round(opts.read_length * 7.0 / 3.0));
     fragment_sd_ = fragment_mean_ / 7.0;
   }
 
@@ -1093,13 +1064,12 @@ class Generator {
           GEN_RETURN_IF_ERROR(writer_.OutputBytes(&bytes));
           if (bytes >= opts_.target_bytes) break;
           const double per_pair = static_cast<double>(bytes) / ordinary_pairs_;
-          const uint64_t remaining = static_cast<uint64_t>(std::ceil(
-              static_cast<double>(opts_.target_bytes - bytes) / per_pair));
+          const uint64_t remaining = static_cast<uint64_t>(
+              std::ceil(static_cast<double>(opts_.target_bytes - bytes) / per_pair));
           expected_pairs = static_cast<double>(ordinary_pairs_ + remaining);
           next_checkpoint =
-              ordinary_pairs_ + (remaining > kHalvingLimit
-                                     ? remaining / 2
-                                     : std::max(remaining, kMinCheckpointStep));
+              ordinary_pairs_ +
+              (remaining > kHalvingLimit ? remaining / 2 : std::max(remaining, kMinCheckpointStep));
         }
         GEN_RETURN_IF_ERROR(EmitDueEdgeCases(expected_pairs));
         GEN_RETURN_IF_ERROR(EmitPair(PlanPair(pair_rng_), pair_rng_));
@@ -1154,9 +1124,8 @@ class Generator {
     double sum = 0;
     for (int i = 0; i < 4; ++i) sum += rng.Uniform();
     const double z = (sum - 2.0) * std::sqrt(3.0);
-    return std::max<int64_t>(
-        opts_.read_length,
-        static_cast<int64_t>(std::llround(fragment_mean_ + fragment_sd_ * z)));
+    return std::max<int64_t>(opts_.read_length,
+                             static_cast<int64_t>(std::llround(fragment_mean_ + fragment_sd_ * z)));
   }
 
   static int64_t Clamp(int64_t pos, int64_t ref_len) {
@@ -1174,9 +1143,8 @@ class Generator {
   static int32_t SuboptimalScore(const Alignment& a, Rng& rng) {
     if (a.mapq == 0) return a.score;
     const int32_t ceiling = a.score * (60 - std::min<int>(a.mapq, 60)) / 60;
-    return static_cast<int32_t>(
-        rng.Below(static_cast<uint64_t>(std::max(ceiling, 0)) + 1 +
-                  static_cast<uint64_t>(a.score / 4)));
+    return static_cast<int32_t>(rng.Below(static_cast<uint64_t>(std::max(ceiling, 0)) + 1 +
+                                          static_cast<uint64_t>(a.score / 4)));
   }
 
   const std::string& NextName() {
@@ -1185,15 +1153,13 @@ class Generator {
     const uint64_t in_lane = serial % (kClustersPerTile * kTilesPerLane);
     const uint64_t tile_index = in_lane / kClustersPerTile;
     const uint64_t cluster = in_lane % kClustersPerTile;
-    const uint64_t tile = (1 + tile_index / 48) * 1000 +
-                          (1 + (tile_index / 16) % 3) * 100 +
-                          (1 + tile_index % 16);
+    const uint64_t tile =
+        (1 + tile_index / 48) * 1000 + (1 + (tile_index / 16) % 3) * 100 + (1 + tile_index % 16);
     const uint64_t x = 1000 + name_rng_.Below(31000);
     const uint64_t y = 1000 + cluster * 4 + name_rng_.Below(4);
     char buf[96];
     const int n =
-        std::snprintf(buf, sizeof(buf),
-                      "SIM:1:FC01:%" PRIu64 ":%" PRIu64 ":%" PRIu64 ":%" PRIu64,
+        std::snprintf(buf, sizeof(buf), "SIM:1:FC01:%" PRIu64 ":%" PRIu64 ":%" PRIu64 ":%" PRIu64,
                       lane, tile, x, y);
     name_.assign(buf, static_cast<size_t>(n));
     return name_;
@@ -1206,8 +1172,7 @@ class Generator {
     Alignment& a = mates_[i];
     a.reverse = reverse;
     a.mapq = DrawMapq(rng);
-    has_sup_[i] =
-        rl >= kMinChimericReadLength && rng.Chance(kSupplementaryFrac);
+    has_sup_[i] = rl >= kMinChimericReadLength && rng.Chance(kSupplementaryFrac);
     has_sec_[i] = rng.Chance(kSecondaryFrac);
     if (has_sup_[i]) {
       // A chimeric read: one part aligns here (primary, soft-clipped), the
@@ -1244,8 +1209,7 @@ class Generator {
           (reverse ? trail : lead) = len;
         }
       }
-      sim_.Align(tid, pos, lead, rl - lead - trail, trail, a.qual.data(), rng,
-                 &a);
+      sim_.Align(tid, pos, lead, rl - lead - trail, trail, a.qual.data(), rng, &a);
     }
     if (has_sec_[i]) {
       // Secondary hits are stored without SEQ/QUAL, like BWA does.
@@ -1259,14 +1223,11 @@ class Generator {
     }
   }
 
-  static int64_t TemplateLength(const Alignment& self, const Alignment& mate,
-                                bool self_is_read1) {
+  static int64_t TemplateLength(const Alignment& self, const Alignment& mate, bool self_is_read1) {
     if (self.tid != mate.tid) return 0;
     const int64_t left = std::min(self.pos, mate.pos);
-    const int64_t right =
-        std::max(self.pos + self.ref_span, mate.pos + mate.ref_span);
-    const bool plus =
-        self.pos < mate.pos || (self.pos == mate.pos && self_is_read1);
+    const int64_t right = std::max(self.pos + self.ref_span, mate.pos + mate.ref_span);
+    const bool plus = self.pos < mate.pos || (self.pos == mate.pos && self_is_read1);
     return plus ? right - left : left - right;
   }
 
@@ -1324,8 +1285,7 @@ class Generator {
           left = static_cast<int64_t>(rng.Below(ref_.length(tid[0])));
         }
         tid[1] = tid[0];
-        left = std::min(
-            left, std::max<int64_t>(0, ref_.length(tid[0]) - insert - rl));
+        left = std::min(left, std::max<int64_t>(0, ref_.length(tid[0]) - insert - rl));
         pos[reverse[0] ? 1 : 0] = left;
         pos[reverse[0] ? 0 : 1] = left + insert;
       }
@@ -1370,8 +1330,7 @@ class Generator {
       rec_tid[i] = src >= 0 ? mates_[src].tid : -1;
       rec_pos[i] = src >= 0 ? mates_[src].pos : -1;
     }
-    const bool proper =
-        plan.kind == PairKind::kProper && mapped[0] && mapped[1];
+    const bool proper = plan.kind == PairKind::kProper && mapped[0] && mapped[1];
 
     for (int i = 0; i < 2; ++i) {
       const int o = 1 - i;
@@ -1392,8 +1351,7 @@ class Generator {
       f.qual = a.qual;
       aux_.Clear();
       if (mapped[i]) {
-        f.flag = pair_flags | (a.reverse ? BAM_FREVERSE : 0) |
-                 (proper ? BAM_FPROPER_PAIR : 0);
+        f.flag = pair_flags | (a.reverse ? BAM_FREVERSE : 0) | (proper ? BAM_FPROPER_PAIR : 0);
         f.tid = a.tid;
         f.pos = a.pos;
         f.mapq = a.mapq;
@@ -1482,8 +1440,8 @@ class Generator {
       if (!flush_all && static_cast<double>(ordinary_pairs_) < due) break;
       const int slot = next_edge_slot_++;
       const uint64_t before = writer_.records();
-      GEN_RETURN_IF_ERROR(EmitEdgeCase(static_cast<EdgeKind>(slot % kEdgeKinds),
-                                       slot / kEdgeKinds));
+      GEN_RETURN_IF_ERROR(
+          EmitEdgeCase(static_cast<EdgeKind>(slot % kEdgeKinds), slot / kEdgeKinds));
       edge_records_ += writer_.records() - before;
     }
     return Status::Ok();
@@ -1498,8 +1456,7 @@ class Generator {
     a.mapq = 60;
     switch (kind) {
       case EdgeKind::kLongRead: {
-        const int64_t pos =
-            static_cast<int64_t>(rng.Below(ref_.length(0) - kLongReadLength));
+        const int64_t pos = static_cast<int64_t>(rng.Below(ref_.length(0) - kLongReadLength));
         sim_.MakeQualities(kLongReadLength, a.reverse, rng, &a.qual);
         sim_.Align(0, pos, 0, kLongReadLength, 0, a.qual.data(), rng, &a);
         return WriteSingleEnd(a, kind, 1);
@@ -1507,8 +1464,7 @@ class Generator {
       case EdgeKind::kManyCigarOps: {
         // 1M1I repeated: a valid alignment whose op count exceeds BAM's
         // 16-bit n_cigar_op, so htslib must store it in CG:B,I.
-        const int64_t pos =
-            static_cast<int64_t>(rng.Below(ref_.length(0) - kManyOpsPairs));
+        const int64_t pos = static_cast<int64_t>(rng.Below(ref_.length(0) - kManyOpsPairs));
         a.tid = 0;
         a.pos = pos;
         a.cigar.clear();
@@ -1548,8 +1504,7 @@ class Generator {
         }
         // Identical records that differ only in name: a sorter must keep
         // them in input order.
-        return WriteSingleEnd(a, kind,
-                              kind == EdgeKind::kTieBurst ? kTieBurstSize : 1);
+        return WriteSingleEnd(a, kind, kind == EdgeKind::kTieBurst ? kTieBurstSize : 1);
       }
       case EdgeKind::kFirstBase: {
         PairPlan plan;
@@ -1563,8 +1518,8 @@ class Generator {
         // soft-clipped, on the right (forward) or the left (reverse).
         const int64_t pos = ref_.length(last) - 1;
         sim_.MakeQualities(rl, a.reverse, rng, &a.qual);
-        sim_.Align(last, pos, a.reverse ? rl - 1 : 0, a.reverse ? 1 : rl, 0,
-                   a.qual.data(), rng, &a);
+        sim_.Align(last, pos, a.reverse ? rl - 1 : 0, a.reverse ? 1 : rl, 0, a.qual.data(), rng,
+                   &a);
         return WriteSingleEnd(a, kind, 1);
       }
       case EdgeKind::kLastReference: {
@@ -1683,13 +1638,12 @@ int Main(int argc, char** argv) {
     return EXIT_FAILURE;
   }
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr,
                "%s: wrote %" PRIu64 " records (%" PRIu64 " pairs, %" PRIu64
                " edge-case records), %" PRIu64 " bytes, to %s in %.1f s\n",
-               kProgramName, gen.records(), gen.pairs(), gen.edge_records(),
-               gen.bytes(), opts.output.c_str(), seconds);
+               kProgramName, gen.records(), gen.pairs(), gen.edge_records(), gen.bytes(),
+               opts.output.c_str(), seconds);
   return EXIT_SUCCESS;
 }
 

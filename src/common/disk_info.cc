@@ -88,8 +88,8 @@ DiskDetection DetectDiskKind(const std::string& path, const std::string& sysfs_r
     return result;
   }
   std::error_code ec;
-  const fs::path link =
-      fs::path(sysfs_root) / "dev" / "block" / absl::StrCat(major(st.st_dev), ":", minor(st.st_dev));
+  const fs::path link = fs::path(sysfs_root) / "dev" / "block" /
+                        absl::StrCat(major(st.st_dev), ":", minor(st.st_dev));
   const fs::path device = fs::canonical(link, ec);
   if (ec) {
     result.reason = absl::StrCat(link.string(), " not found; assuming ssd");

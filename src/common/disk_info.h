@@ -23,7 +23,6 @@ enum class DiskKind {
   kHdd,  // Seeks cost ~10 ms: read each run in multi-MiB chunks.
 };
 
-
 struct DiskDetection {
   DiskKind kind = DiskKind::kSsd;
   // Why: e.g. "vda: rotational" or "no block device (tmpfs?)", for -v.

@@ -45,8 +45,7 @@ class CleanupRegistry {
   // registered as `path` visible, e.g. by renaming it) unless the process
   // was interrupted, and after it succeeds unregisters `path`. Cancelled,
   // without calling `publish`, when a signal came first.
-  virtual absl::Status Publish(const std::string& path,
-                               absl::FunctionRef<absl::Status()> publish) {
+  virtual absl::Status Publish(const std::string& path, absl::FunctionRef<absl::Status()> publish) {
     absl::Status status = publish();
     if (status.ok()) Unregister(path);
     return status;
@@ -70,8 +69,7 @@ class InterruptGuard : public CleanupRegistry {
   // Atomic with the forced cleanup: either a signal came first (Cancelled,
   // nothing published) or `publish` runs and the guard disarms, so a run
   // whose output became visible never exits with a signal's status.
-  absl::Status Publish(const std::string& path,
-                       absl::FunctionRef<absl::Status()> publish) override;
+  absl::Status Publish(const std::string& path, absl::FunctionRef<absl::Status()> publish) override;
 
   // Tells the guard the pipeline has finished its own cleanup: no forced
   // cleanup will run after this.

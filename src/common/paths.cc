@@ -8,7 +8,9 @@ namespace rocksort {
 std::string FitFileName(const std::string& path, size_t suffix_length) {
   const size_t slash = path.rfind('/');
   const size_t base = slash == std::string::npos ? 0 : slash + 1;
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
   const long limit = ::pathconf(dir.c_str(), _PC_NAME_MAX);
   const size_t name_max = limit > 0 ? static_cast<size_t>(limit) : 255;
   const size_t length = path.size() - base;

@@ -25,11 +25,20 @@ absl::StatusOr<uint64_t> ParseSize(const std::string& text) {
   }
   if (!number.empty()) {
     switch (absl::ascii_toupper(static_cast<unsigned char>(number.back()))) {
-      case 'K': multiplier = uint64_t{1} << 10; break;
-      case 'M': multiplier = uint64_t{1} << 20; break;
-      case 'G': multiplier = uint64_t{1} << 30; break;
-      case 'T': multiplier = uint64_t{1} << 40; break;
-      default: break;
+      case 'K':
+        multiplier = uint64_t{1} << 10;
+        break;
+      case 'M':
+        multiplier = uint64_t{1} << 20;
+        break;
+      case 'G':
+        multiplier = uint64_t{1} << 30;
+        break;
+      case 'T':
+        multiplier = uint64_t{1} << 40;
+        break;
+      default:
+        break;
     }
     if (multiplier != 1) number.pop_back();
   }
@@ -37,9 +46,12 @@ absl::StatusOr<uint64_t> ParseSize(const std::string& text) {
   // "-1", "1e9", "12Q", " 5".
   int dots = 0, digits = 0;
   for (char c : number) {
-    if (c == '.') ++dots;
-    else if (absl::ascii_isdigit(static_cast<unsigned char>(c))) ++digits;
-    else digits = -1000;
+    if (c == '.')
+      ++dots;
+    else if (absl::ascii_isdigit(static_cast<unsigned char>(c)))
+      ++digits;
+    else
+      digits = -1000;
   }
   double value = 0;
   if (digits <= 0 || dots > 1 || !absl::SimpleAtod(number, &value)) {
@@ -54,7 +66,6 @@ absl::StatusOr<uint64_t> ParseSize(const std::string& text) {
   }
   return static_cast<uint64_t>(bytes);
 }
-
 
 std::string FormatSize(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"", "K", "M", "G", "T"};

@@ -20,9 +20,9 @@
 
 // Evaluates `expr` (an absl::Status) once and returns it from the enclosing
 // function when it is not OK.
-#define RETURN_IF_ERROR(expr)                         \
-  do {                                                \
-    ::absl::Status rocksort_status_ = (expr);         \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::absl::Status rocksort_status_ = (expr);            \
     if (!rocksort_status_.ok()) return rocksort_status_; \
   } while (0)
 

@@ -13,12 +13,11 @@ namespace rocksort::keycodec {
 
 absl::Status CheckCoordinate(int32_t tid, int64_t pos) {
   if (tid < -1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("reference id ", tid, " is negative"));
+    return absl::InvalidArgumentError(absl::StrCat("reference id ", tid, " is negative"));
   }
   if (pos < -1 || pos > kMaxPosition) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "position ", pos, " is outside the BAM range -1..", kMaxPosition));
+    return absl::InvalidArgumentError(
+        absl::StrCat("position ", pos, " is outside the BAM range -1..", kMaxPosition));
   }
   return absl::OkStatus();
 }
@@ -33,9 +32,8 @@ void EncodeCoordinateKey(const CoordinateKey& key, char* out) {
 
 absl::StatusOr<CoordinateKey> DecodeCoordinateKey(absl::string_view bytes) {
   if (bytes.size() != kCoordinateKeySize) {
-    return absl::DataLossError(absl::StrCat("coordinate key has ", bytes.size(),
-                                            " bytes, expected ",
-                                            kCoordinateKeySize));
+    return absl::DataLossError(
+        absl::StrCat("coordinate key has ", bytes.size(), " bytes, expected ", kCoordinateKeySize));
   }
   CoordinateKey key;
   key.tid = static_cast<int32_t>(GetBigEndian32(bytes.data()));

@@ -118,9 +118,8 @@ absl::string_view QueryName(const bam1_t& record) {
 
 absl::Status CheckNameLength(absl::string_view name) {
   if (name.size() > kMaxNameLength) {
-    return absl::InvalidArgumentError(absl::StrCat("read name has ", name.size(),
-                                                   " bytes, more than BAM's ",
-                                                   kMaxNameLength));
+    return absl::InvalidArgumentError(
+        absl::StrCat("read name has ", name.size(), " bytes, more than BAM's ", kMaxNameLength));
   }
   return absl::OkStatus();
 }

@@ -145,8 +145,7 @@ std::unique_ptr<KeyEncoder> MakeNameEncoder(bool natural);
 // (kQueryName). REQUIRES: order.tag.size() == 2.
 std::unique_ptr<KeyEncoder> MakeTagEncoder(const SortOrder& order);
 // --template-coordinate; reads each @RG's LB from `header`.
-absl::StatusOr<std::unique_ptr<KeyEncoder>> MakeTemplateCoordinateEncoder(
-    const sam_hdr_t& header);
+absl::StatusOr<std::unique_ptr<KeyEncoder>> MakeTemplateCoordinateEncoder(const sam_hdr_t& header);
 
 }  // namespace rocksort::keycodec::internal
 

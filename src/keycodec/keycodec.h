@@ -70,8 +70,7 @@ struct CoordinateKey {
   uint64_t seq = 0;      // Input order of the record, starting at 0.
 
   friend bool operator==(const CoordinateKey& a, const CoordinateKey& b) {
-    return a.tid == b.tid && a.pos == b.pos && a.reverse == b.reverse &&
-           a.seq == b.seq;
+    return a.tid == b.tid && a.pos == b.pos && a.reverse == b.reverse && a.seq == b.seq;
   }
 };
 

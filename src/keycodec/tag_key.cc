@@ -141,8 +141,7 @@ class TagEncoder : public KeyEncoder {
   size_t max_key_bytes() const override {
     constexpr size_t kMaxValue = kBoundedTagStringBytes + 1;  // > 8 (number), 1 (A).
     constexpr size_t kCoordinateBytes = 4 + 4 + 1;
-    return 1 + kMaxValue + (by_name_ ? NameKeyMaxBytes(natural_) : kCoordinateBytes) +
-           kSeqBytes;
+    return 1 + kMaxValue + (by_name_ ? NameKeyMaxBytes(natural_) : kCoordinateBytes) + kSeqBytes;
   }
 
  private:

@@ -101,8 +101,7 @@ class TemplateCoordinateEncoder : public KeyEncoder {
       const absl::string_view mate_cigar = AuxString(mc);
       tid2 = c.mtid;
       neg2 = (c.flag & BAM_FMREVERSE) != 0;
-      pos2 = neg2 ? MateUnclippedEnd(c.mpos, mate_cigar)
-                  : MateUnclippedStart(c.mpos, mate_cigar);
+      pos2 = neg2 ? MateUnclippedEnd(c.mpos, mate_cigar) : MateUnclippedStart(c.mpos, mate_cigar);
     }
     absl::string_view mi;  // Empty when there is no (readable) MI tag.
     if (const uint8_t* aux = FindAux(record, "MI"); aux != nullptr) {
@@ -112,8 +111,8 @@ class TemplateCoordinateEncoder : public KeyEncoder {
       mi = AuxString(aux);
     }
 
-    const bool lower = tid1 < tid2 || (tid1 == tid2 && pos1 < pos2) ||
-                       (tid1 == tid2 && pos1 == pos2 && !neg1);
+    const bool lower =
+        tid1 < tid2 || (tid1 == tid2 && pos1 < pos2) || (tid1 == tid2 && pos1 == pos2 && !neg1);
     if (!lower) {
       std::swap(tid1, tid2);
       std::swap(pos1, pos2);
@@ -146,8 +145,7 @@ class TemplateCoordinateEncoder : public KeyEncoder {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<KeyEncoder>> MakeTemplateCoordinateEncoder(
-    const sam_hdr_t& header) {
+absl::StatusOr<std::unique_ptr<KeyEncoder>> MakeTemplateCoordinateEncoder(const sam_hdr_t& header) {
   // htslib's header accessors take a non-const pointer because they parse the
   // text lazily; they do not change the header's content.
   sam_hdr_t* h = const_cast<sam_hdr_t*>(&header);

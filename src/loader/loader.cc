@@ -15,8 +15,8 @@
 #include "htslib/cram.h"
 #include "htslib/hfile.h"
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/errors.h"
 #include "common/hts_handles.h"
@@ -28,12 +28,11 @@
 namespace rocksort::loader {
 namespace {
 
-absl::Status RecordError(const Input& input, uint64_t record_number,
-                         const bam1_t* b, absl::string_view what) {
+absl::Status RecordError(const Input& input, uint64_t record_number, const bam1_t* b,
+                         absl::string_view what) {
   if (b != nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: record %d (read \"%s\"): %s", input.name(),
-                        record_number, bam_get_qname(b), what));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: record %d (read \"%s\"): %s", input.name(), record_number, bam_get_qname(b), what));
   }
   return absl::InvalidArgumentError(
       absl::StrFormat("%s: record %d: %s", input.name(), record_number, what));
@@ -115,9 +114,9 @@ absl::Status UseReference(htsFile* file, const std::string& name, const std::str
     aux = reference + ".fai";
   }
   if (hts_set_fai_filename(file, aux.c_str()) != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: can't use the reference \"%s\" (not FASTA, or no index can be made)", name,
-        reference));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: can't use the reference \"%s\" (not FASTA, or no index can be made)",
+                        name, reference));
   }
   return absl::OkStatus();
 }
@@ -135,8 +134,7 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
       return ErrnoStatus(errno, absl::StrFormat("can't open \"%s\"", path));
     }
     if (S_ISDIR(input_stat.st_mode)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("can't open \"%s\": is a directory", path));
+      return absl::InvalidArgumentError(absl::StrFormat("can't open \"%s\": is a directory", path));
     }
   }
   // A regular file is opened here so that SequentialReadahead can read it
@@ -179,9 +177,11 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
         absl::StrFormat("%s: not an alignment file (SAM, BAM or CRAM)", name));
   }
   if (format != sam && format != bam && format != cram) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: %s, not an alignment file (SAM, BAM or CRAM)", name,
-        format == fastq_format ? "FASTQ" : format == fasta_format ? "FASTA" : "unknown format"));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s, not an alignment file (SAM, BAM or CRAM)", name,
+                        format == fastq_format   ? "FASTQ"
+                        : format == fasta_format ? "FASTA"
+                                                 : "unknown format"));
   }
   if (!reference.empty()) RETURN_IF_ERROR(UseReference(file.get(), name, reference));
   HeaderPtr header(sam_hdr_read(file.get()));
@@ -195,8 +195,7 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   // the exact record, which a pipe cannot do.
   // BGZF only: plain gzip (SAM.gz from gzip) has no EOF block, and htslib
   // decompresses it in one thread whatever bgzf_mt is asked.
-  const bool bgzf_blocks =
-      file->is_bgzf && file->fp.bgzf->is_compressed && !file->fp.bgzf->is_gzip;
+  const bool bgzf_blocks = file->is_bgzf && file->fp.bgzf->is_compressed && !file->fp.bgzf->is_gzip;
   bool threaded = false;
   if (threads > 1 && regular_file) {
     int r = 0;
@@ -212,8 +211,7 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
           absl::StrFormat("%s: can't start %d decode threads", name, threads));
     }
   }
-  std::unique_ptr<Input> input(
-      new Input(path, name, file.release(), header.release(), threaded));
+  std::unique_ptr<Input> input(new Input(path, name, file.release(), header.release(), threaded));
   if (regular_file) {
     const uint64_t chunk = std::max<uint64_t>(readahead_chunk, 4096);
     const uint64_t window = std::max<uint64_t>(chunk, uint64_t{16} << 20);
@@ -223,9 +221,11 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   return input;
 }
 
-Input::Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header,
-             bool threaded)
-    : path_(std::move(path)), name_(std::move(name)), file_(file), header_(header),
+Input::Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header, bool threaded)
+    : path_(std::move(path)),
+      name_(std::move(name)),
+      file_(file),
+      header_(header),
       threaded_(threaded) {}
 
 Input::~Input() {

@@ -45,8 +45,7 @@ class Input {
   // `reference` (FASTA, indexed or not) decodes CRAM, or supplies the @SQ
   // lines of SAM text without them; InvalidArgument when htslib can't use it.
   static absl::StatusOr<std::unique_ptr<Input>> Open(const std::string& path, int threads,
-                                                     uint64_t readahead_chunk = uint64_t{2}
-                                                                                << 20,
+                                                     uint64_t readahead_chunk = uint64_t{2} << 20,
                                                      const std::string& reference = "");
 
   Input(const Input&) = delete;
@@ -68,7 +67,7 @@ class Input {
  private:
   Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header, bool threaded);
 
-  std::string path_;   // As given; "-" for stdin.
+  std::string path_;  // As given; "-" for stdin.
   std::string name_;
   htsFile* file_;      // Owned; closed in the destructor.
   sam_hdr_t* header_;  // Owned; destroyed in the destructor.

@@ -36,7 +36,9 @@ IndexEntry IndexEntryOf(absl::string_view bytes) {
 class BamSink : public RecordSink {
  public:
   BamSink(const sam_hdr_t& header, std::string index_path, std::string index_name)
-      : header_(header), index_path_(std::move(index_path)), index_name_(std::move(index_name)),
+      : header_(header),
+        index_path_(std::move(index_path)),
+        index_name_(std::move(index_name)),
         bai_(!index_path_.empty() && absl::EndsWith(index_name_, ".bai")) {}
 
   absl::Status Open(int fd, const std::string& name, const BamSinkOptions& options) {
@@ -101,8 +103,8 @@ class BamSink : public RecordSink {
       n_lvls = 0;
       for (int64_t span = int64_t{1} << min_shift; max_len > span; span <<= 3) ++n_lvls;
     }
-    index_.reset(hts_idx_init(n_ref, bai_ ? HTS_FMT_BAI : HTS_FMT_CSI, header_end << 16,
-                              min_shift, n_lvls));
+    index_.reset(
+        hts_idx_init(n_ref, bai_ ? HTS_FMT_BAI : HTS_FMT_CSI, header_end << 16, min_shift, n_lvls));
     if (index_ == nullptr) return absl::ResourceExhaustedError("can't create the index");
     return absl::OkStatus();
   }

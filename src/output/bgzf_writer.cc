@@ -13,14 +13,14 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/strings/str_cat.h"
 #include "common/coding.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
-#include "libdeflate.h"
 #include "common/thread_usage.h"
+#include "libdeflate.h"
 
 namespace rocksort::output {
 namespace {
@@ -34,10 +34,10 @@ constexpr size_t kFooterSize = 8;   // CRC32 + ISIZE.
 // phase is CPU-bound, so they were CPU taken from compression.
 constexpr size_t kHandOffBatch = 8;
 
-constexpr char kEofBlock[28] = {
-    '\x1f', '\x8b', '\x08', '\x04', '\x00', '\x00', '\x00', '\x00', '\x00', '\xff',
-    '\x06', '\x00', 'B',    'C',    '\x02', '\x00', '\x1b', '\x00', '\x03', '\x00',
-    '\x00', '\x00', '\x00', '\x00', '\x00', '\x00', '\x00', '\x00'};
+constexpr char kEofBlock[28] = {'\x1f', '\x8b', '\x08', '\x04', '\x00', '\x00', '\x00',
+                                '\x00', '\x00', '\xff', '\x06', '\x00', 'B',    'C',
+                                '\x02', '\x00', '\x1b', '\x00', '\x03', '\x00', '\x00',
+                                '\x00', '\x00', '\x00', '\x00', '\x00', '\x00', '\x00'};
 
 // libdeflate level for a zlib-style level, as htslib's bgzf_compress maps it:
 // libdeflate has levels up to 12, and its level 6 is faster than zlib's.
@@ -56,8 +56,7 @@ using Compressor = std::unique_ptr<libdeflate_compressor, CompressorDeleter>;
 size_t CompressMember(absl::string_view in, libdeflate_compressor* compressor, char* out) {
   size_t deflated = 0;
   if (compressor != nullptr) {
-    deflated = libdeflate_deflate_compress(compressor, in.data(), in.size(),
-                                           out + kHeaderSize,
+    deflated = libdeflate_deflate_compress(compressor, in.data(), in.size(), out + kHeaderSize,
                                            kBgzfMaxBlock - kHeaderSize - kFooterSize);
   }
   if (deflated == 0) {
@@ -71,7 +70,10 @@ size_t CompressMember(absl::string_view in, libdeflate_compressor* compressor, c
     deflated = in.size() + 5;
   }
   const size_t total = kHeaderSize + deflated + kFooterSize;
-  std::memcpy(out, "\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00" "BC\x02\x00", 16);
+  std::memcpy(out,
+              "\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00"
+              "BC\x02\x00",
+              16);
   PutLittleEndian16(static_cast<uint16_t>(total - 1), out + 16);
   const uint32_t crc = libdeflate_crc32(0, in.data(), in.size());
   PutLittleEndian32(crc, out + kHeaderSize + deflated);
@@ -364,8 +366,7 @@ class BgzfWriter::Impl {
             +[](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
               const uint64_t in_flight = self->next_seq_ - self->next_to_write_;
               if (in_flight == 0) return self->stopping_;
-              return self->ReadyRun(kHandOffBatch) ==
-                     std::min<uint64_t>(kHandOffBatch, in_flight);
+              return self->ReadyRun(kHandOffBatch) == std::min<uint64_t>(kHandOffBatch, in_flight);
             },
             this));
         const size_t n = ReadyRun(kHandOffBatch);
@@ -390,8 +391,8 @@ class BgzfWriter::Impl {
         for (size_t i = 0; s.ok() && i < batch.size(); ++i) {
           const Block& block = *batch[i];
           for (const auto& [end, entry] : block.marks) {
-            const uint64_t offset = end == block.in_len ? (address + block.out_len) << 16
-                                                        : address << 16 | end;
+            const uint64_t offset =
+                end == block.in_len ? (address + block.out_len) << 16 : address << 16 | end;
             s = on_record_(entry, offset);
             if (!s.ok()) break;
           }

@@ -83,8 +83,12 @@ class OutputFile {
  private:
   OutputFile(std::string name, std::string target, std::string partial, int fd, bool is_stream,
              CleanupRegistry* registry)
-      : name_(std::move(name)), target_(std::move(target)), partial_(std::move(partial)),
-        fd_(fd), is_stream_(is_stream), registry_(registry) {}
+      : name_(std::move(name)),
+        target_(std::move(target)),
+        partial_(std::move(partial)),
+        fd_(fd),
+        is_stream_(is_stream),
+        registry_(registry) {}
 
   const std::string name_;
   const std::string target_;   // What the partial file is renamed to.
@@ -252,8 +256,8 @@ struct SinkOptions {
 // reference that can't be loaded (a missing or unreadable FASTA, or
 // embed_ref=1 without a reference) fails here instead of after the sort.
 // `name` names the output in messages.
-absl::Status CheckSink(const OutputFormat& format, const sam_hdr_t& header,
-                       const std::string& name, bool write_index);
+absl::Status CheckSink(const OutputFormat& format, const sam_hdr_t& header, const std::string& name,
+                       bool write_index);
 
 // Opens the sink for `format` on `fd`, which stays the caller's (the htslib
 // sink writes through a duplicate and closes only that), and writes the

@@ -25,8 +25,7 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
   }
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("can't write \"%s\": is a directory", path));
+    return absl::InvalidArgumentError(absl::StrFormat("can't write \"%s\": is a directory", path));
   }
   if (WritesInPlace(path)) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -46,16 +45,16 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
     // detail, and what fails (a missing directory, permissions, a full
     // disk) fails for OUT as well.
     return ErrnoStatus(
-        errno, absl::StrFormat(
-                   "can't create \"%s\" (a new file in its directory, renamed when complete)", path));
+        errno,
+        absl::StrFormat("can't create \"%s\" (a new file in its directory, renamed when complete)",
+                        path));
   }
   if (registry != nullptr) registry->Register(buf.data());
   // mkstemp creates 0600; give the file what open(O_CREAT, 0666) would.
   const mode_t mask = ::umask(0);
   ::umask(mask);
   (void)::fchmod(fd, 0666 & ~mask);
-  return std::unique_ptr<OutputFile>(
-      new OutputFile(path, target, buf.data(), fd, false, registry));
+  return std::unique_ptr<OutputFile>(new OutputFile(path, target, buf.data(), fd, false, registry));
 }
 
 std::string OutputFile::TargetPath(const std::string& path) {
@@ -129,8 +128,7 @@ absl::Status OutputFile::Commit(OutputFile* companion) {
     }
     return absl::OkStatus();
   };
-  absl::Status status =
-      registry_ != nullptr ? registry_->Publish(partial_, publish) : publish();
+  absl::Status status = registry_ != nullptr ? registry_->Publish(partial_, publish) : publish();
   if (!status.ok()) return status;
   committed_ = true;
   if (companion != nullptr) {

@@ -75,9 +75,8 @@ absl::StatusOr<HeaderPtr> MakeOutputHeader(const sam_hdr_t& in, const SortOption
         ": the header does not parse (a malformed line or a duplicate @SQ name; -v shows "
         "htslib's reason)"));
   }
-  if (options.add_pg &&
-      sam_hdr_add_pg(h.get(), "rocksort", "VN", options.version.c_str(), "CL",
-                     options.command_line.c_str(), nullptr) != 0) {
+  if (options.add_pg && sam_hdr_add_pg(h.get(), "rocksort", "VN", options.version.c_str(), "CL",
+                                       options.command_line.c_str(), nullptr) != 0) {
     return absl::InvalidArgumentError("can't add the @PG line to the header");
   }
   return h;
@@ -111,7 +110,8 @@ store::StoreOptions PlanStore(const SortOptions& options, const std::atomic<bool
   }
   report->size_hint = s.size_hint;
   s.run_compression = options.run_compression;
-  if (struct rlimit files; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+  if (struct rlimit files;
+      getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
     s.open_files = static_cast<uint64_t>(files.rlim_cur);
   }
   s.registry = registry;
@@ -159,8 +159,8 @@ absl::Status CheckOutputIsNotStreamedInput(const SortOptions& options) {
   if (options.input != "-" && output::OutputFile::WritesInPlace(options.output) &&
       ::stat(options.input.c_str(), &in_st) == 0 && ::stat(options.output.c_str(), &out_st) == 0 &&
       in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "output \"%s\" is the input, which is not a regular file", options.output));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("output \"%s\" is the input, which is not a regular file", options.output));
   }
   return absl::OkStatus();
 }
@@ -180,9 +180,9 @@ absl::StatusOr<Outputs> CreateOutputs(const SortOptions& options, CleanupRegistr
         "--write-index: %s is not a file; an index needs the output written to a file",
         out.data->name()));
   }
-  const std::string index_path =
-      options.index_output.empty() ? options.output + options.format.index_suffix()
-                                   : options.index_output;
+  const std::string index_path = options.index_output.empty()
+                                     ? options.output + options.format.index_suffix()
+                                     : options.index_output;
   ASSIGN_OR_RETURN(out.index, output::OutputFile::Create(index_path, registry));
   if (out.index->is_stream()) {
     return absl::InvalidArgumentError(
@@ -233,8 +233,7 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
   const HeaderPtr out_header = *std::move(made_header);
   // A header BAM cannot hold (a reference longer than 2^31 - 1, from SAM
   // text) fails now, not after the sort.
-  if (absl::StatusOr<std::string> encoded = output::EncodeBamHeader(*out_header);
-      !encoded.ok()) {
+  if (absl::StatusOr<std::string> encoded = output::EncodeBamHeader(*out_header); !encoded.ok()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: %s", input->name(), encoded.status().message()));
   }
@@ -255,7 +254,8 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
             : absl::StrCat("requests of up to ", report->disk_request_bytes / 1024, " KiB"),
         report->memory_budget, report->size_hint, report->size_hint_source));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<store::TempStore> store, store::TempStore::Create(store_options));
+  ASSIGN_OR_RETURN(std::unique_ptr<store::TempStore> store,
+                   store::TempStore::Create(store_options));
   report->temp_dir = store->dir();
   if (options.verbosity > 0) {
     notice(absl::StrCat("plan: ", store->report().plan));
@@ -341,11 +341,11 @@ absl::Status VerifyIntegrity(const RecordTally& loaded, const RecordTally& emitt
       emitted.checksum == loaded.checksum) {
     return absl::OkStatus();
   }
-  return absl::DataLossError(absl::StrFormat(
-      "%s: integrity check failed: wrote %d records (%d bytes, checksum %016x) but "
-      "loaded %d (%d bytes, checksum %016x); output discarded",
-      output_name, emitted.records, emitted.bytes, emitted.checksum, loaded.records,
-      loaded.bytes, loaded.checksum));
+  return absl::DataLossError(
+      absl::StrFormat("%s: integrity check failed: wrote %d records (%d bytes, checksum %016x) but "
+                      "loaded %d (%d bytes, checksum %016x); output discarded",
+                      output_name, emitted.records, emitted.bytes, emitted.checksum, loaded.records,
+                      loaded.bytes, loaded.checksum));
 }
 
 std::string TempDirPrefix(const SortOptions& options) {
@@ -376,8 +376,7 @@ uint64_t MemoryBudget(const SortOptions& options) {
 }
 
 absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancelled,
-                     CleanupRegistry* registry, const SortObserver& observer,
-                     SortReport* report) {
+                     CleanupRegistry* registry, const SortObserver& observer, SortReport* report) {
   const absl::Time start = absl::Now();
   SortReport local_report;
   if (report == nullptr) report = &local_report;

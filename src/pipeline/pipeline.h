@@ -107,7 +107,7 @@ struct PhaseReport {
 // What a sort did, for -v and --stats-json. ToText and ToJson render the
 // same facts.
 struct SortReport {
-  std::string order;                // SortOrder::Describe().
+  std::string order;  // SortOrder::Describe().
   DiskKind disk = DiskKind::kSsd;
   std::string disk_reason;          // How the disk kind was decided.
   uint64_t disk_request_bytes = 0;  // DiskDetection::request_bytes (0 = unknown).
@@ -157,8 +157,7 @@ std::string TempDirPrefix(const SortOptions& options);
 // remove on a forced exit. `report` (may be null) is filled as far as the
 // sort got, also on failure.
 absl::Status RunSort(const SortOptions& options, const std::atomic<bool>* cancelled,
-                     CleanupRegistry* registry, const SortObserver& observer,
-                     SortReport* report);
+                     CleanupRegistry* registry, const SortObserver& observer, SortReport* report);
 
 }  // namespace rocksort::pipeline
 

@@ -46,8 +46,8 @@ std::string SortReport::ToText() const {
       s.flush_bytes, s.compactions, s.compaction_bytes, s.write_amplification(),
       absl::StrJoin(s.runs_after_load_per_lane, "+"), s.intermediate_merges,
       s.intermediate_merge_bytes, s.runs_merged(), s.memtables_at_final_merge,
-      s.final_readahead / 1024, s.peak_temp_bytes,
-      phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit));
+      s.final_readahead / 1024, s.peak_temp_bytes, phase_seconds(Phase::kLoad),
+      phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit));
   // How busy each kind of thread was: CPU seconds, and per thread the share
   // of the phase's wall time.
   for (const PhaseReport& p : phases) {
@@ -109,8 +109,8 @@ std::string SortReport::ToJson() const {
       absl::StrJoin(s.runs_after_load_per_lane, ", "), s.intermediate_merges,
       s.intermediate_merge_bytes, s.runs_merged(), absl::StrJoin(s.runs_merged_per_lane, ", "),
       s.memtables_at_final_merge, s.final_readahead, s.peak_temp_bytes, phase_seconds(Phase::kLoad),
-      phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit),
-      absl::StrJoin(phase_items, ",\n"), wall_seconds, cpu_seconds, peak_rss_bytes);
+      phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit), absl::StrJoin(phase_items, ",\n"),
+      wall_seconds, cpu_seconds, peak_rss_bytes);
 }
 
 }  // namespace rocksort::pipeline

@@ -14,11 +14,21 @@ namespace {
 // The size of an aux value of type `type` (not B, Z or H), 0 if unknown.
 size_t FixedAuxSize(char type) {
   switch (type) {
-    case 'A': case 'c': case 'C': return 1;
-    case 's': case 'S': return 2;
-    case 'i': case 'I': case 'f': return 4;
-    case 'd': return 8;
-    default: return 0;
+    case 'A':
+    case 'c':
+    case 'C':
+      return 1;
+    case 's':
+    case 'S':
+      return 2;
+    case 'i':
+    case 'I':
+    case 'f':
+      return 4;
+    case 'd':
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -67,14 +77,11 @@ absl::Status EncodeRecord(const bam1_t& b, EncodedRecord* out) {
   const uint32_t l_qname = c.l_qname - c.l_extranul;
   if (l_qname > 255) {
     return absl::InvalidArgumentError(
-        absl::StrCat("read name \"", bam_get_qname(&b),
-                     "\" is longer than 254 characters"));
+        absl::StrCat("read name \"", bam_get_qname(&b), "\" is longer than 254 characters"));
   }
-  if (c.pos > INT_MAX || c.mpos > INT_MAX || c.isize < INT_MIN ||
-      c.isize > INT_MAX) {
+  if (c.pos > INT_MAX || c.mpos > INT_MAX || c.isize < INT_MIN || c.isize > INT_MAX) {
     return absl::InvalidArgumentError(
-        absl::StrCat("read \"", bam_get_qname(&b),
-                     "\": position data too large for BAM"));
+        absl::StrCat("read \"", bam_get_qname(&b), "\": position data too large for BAM"));
   }
   const bool long_cigar = c.n_cigar > 0xffff;
   uint32_t block_len = static_cast<uint32_t>(b.l_data) - c.l_extranul + 32;
@@ -86,8 +93,7 @@ absl::Status EncodeRecord(const bam1_t& b, EncodedRecord* out) {
   PutLittleEndian32(static_cast<uint32_t>(c.tid), f + 4);
   PutLittleEndian32(static_cast<uint32_t>(c.pos), f + 8);
   PutLittleEndian32(uint32_t{c.bin} << 16 | uint32_t{c.qual} << 8 | l_qname, f + 12);
-  PutLittleEndian32(uint32_t{c.flag} << 16 | (long_cigar ? 2u : (c.n_cigar & 0xffff)),
-                    f + 16);
+  PutLittleEndian32(uint32_t{c.flag} << 16 | (long_cigar ? 2u : (c.n_cigar & 0xffff)), f + 16);
   PutLittleEndian32(static_cast<uint32_t>(c.l_qseq), f + 20);
   PutLittleEndian32(static_cast<uint32_t>(c.mtid), f + 24);
   PutLittleEndian32(static_cast<uint32_t>(c.mpos), f + 28);
@@ -102,17 +108,14 @@ absl::Status EncodeRecord(const bam1_t& b, EncodedRecord* out) {
   } else {
     const hts_pos_t ref_len = bam_cigar2rlen(c.n_cigar, bam_get_cigar(&b));
     if (ref_len >= (hts_pos_t{1} << 28)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "read \"", bam_get_qname(&b), "\" has ", c.n_cigar,
-          " CIGAR operations over ", ref_len,
-          " reference bases, which BAM cannot store"));
+      return absl::InvalidArgumentError(absl::StrCat("read \"", bam_get_qname(&b), "\" has ",
+                                                     c.n_cigar, " CIGAR operations over ", ref_len,
+                                                     " reference bases, which BAM cannot store"));
     }
     const size_t cigar_bytes = size_t{c.n_cigar} * 4;
     const size_t cigar_end = after_qname + cigar_bytes;
-    PutLittleEndian32(static_cast<uint32_t>(c.l_qseq) << 4 | BAM_CSOFT_CLIP,
-                      out->fake_cigar);
-    PutLittleEndian32(static_cast<uint32_t>(ref_len) << 4 | BAM_CREF_SKIP,
-                      out->fake_cigar + 4);
+    PutLittleEndian32(static_cast<uint32_t>(c.l_qseq) << 4 | BAM_CSOFT_CLIP, out->fake_cigar);
+    PutLittleEndian32(static_cast<uint32_t>(ref_len) << 4 | BAM_CREF_SKIP, out->fake_cigar + 4);
     std::memcpy(out->cg_tag_header, "CGBI", 4);
     PutLittleEndian32(c.n_cigar, out->cg_tag_header + 4);
     out->parts[2] = absl::string_view(out->fake_cigar, 8);
@@ -185,9 +188,10 @@ absl::Status DecodeRecord(absl::string_view bytes, bam1_t* b) {
       view.cigar(0) == (l_seq << BAM_CIGAR_SHIFT | BAM_CSOFT_CLIP)) {
     cg_at = FindAuxField(aux, "CG");
     if (cg_at != absl::string_view::npos) {
-      const uint32_t cg_len = aux[cg_at + 2] == 'B' && (aux[cg_at + 3] == 'I' || aux[cg_at + 3] == 'i')
-                                  ? GetLittleEndian32(aux.data() + cg_at + 4)
-                                  : 0;
+      const uint32_t cg_len =
+          aux[cg_at + 2] == 'B' && (aux[cg_at + 3] == 'I' || aux[cg_at + 3] == 'i')
+              ? GetLittleEndian32(aux.data() + cg_at + 4)
+              : 0;
       if (cg_len >= stored_n_cigar && cg_len < (1u << 29)) {
         real_cigar = aux.substr(cg_at + 8, 4 * size_t{cg_len});
       } else {
@@ -198,7 +202,8 @@ absl::Status DecodeRecord(absl::string_view bytes, bam1_t* b) {
   const uint32_t l_extranul = l_qname % 4 == 0 ? 0 : 4 - l_qname % 4;
   const size_t cigar_bytes = real_cigar.empty() ? 4 * size_t{stored_n_cigar} : real_cigar.size();
   const size_t cg_bytes = cg_at == absl::string_view::npos ? 0 : AuxFieldSize(aux, cg_at);
-  const size_t l_data = l_qname + l_extranul + cigar_bytes + (aux_at - seq_at) + aux.size() - cg_bytes;
+  const size_t l_data =
+      l_qname + l_extranul + cigar_bytes + (aux_at - seq_at) + aux.size() - cg_bytes;
   if (l_data > INT_MAX) return corrupt("it is too large");
   if (b->m_data < l_data) {
     auto* data = static_cast<uint8_t*>(std::realloc(b->data, l_data));

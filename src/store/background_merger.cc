@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "store/merge_plan_internal.h"
 #include "common/thread_usage.h"
+#include "store/merge_plan_internal.h"
 
 namespace rocksort::store {
 
@@ -28,9 +28,8 @@ std::vector<rocksdb::SstFileMetaData> SortedRuns(rocksdb::DB* db,
     runs.insert(runs.end(), level.files.begin(), level.files.end());
   }
   // Oldest first: RocksDB only merges L0 files that are adjacent in age.
-  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
-    return a.smallest_seqno < b.smallest_seqno;
-  });
+  std::sort(runs.begin(), runs.end(),
+            [](const auto& a, const auto& b) { return a.smallest_seqno < b.smallest_seqno; });
   return runs;
 }
 
@@ -54,8 +53,7 @@ absl::StatusOr<rocksdb::CompactionJobInfo> MergeRuns(
   return info;
 }
 
-BackgroundMerger::BackgroundMerger(rocksdb::DB* db,
-                                   std::vector<rocksdb::ColumnFamilyHandle*> lanes,
+BackgroundMerger::BackgroundMerger(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> lanes,
                                    const BackgroundMergeOptions& options,
                                    std::function<void(uint64_t)> after_merge)
     : db_(db),
@@ -106,9 +104,8 @@ void BackgroundMerger::Work(std::vector<int> lanes) {
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
-      auto due = [this, &seen]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return stop_ || flushes_ != seen;
-      };
+      auto due = [this, &seen]()
+                     ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || flushes_ != seen; };
       mu_.Await(absl::Condition(&due));
       if (stop_) return;
       seen = flushes_;
@@ -134,8 +131,8 @@ BackgroundMerger::LaneScan BackgroundMerger::Scan(int lane) {
   const uint64_t expected = options_.expected_runs_per_lane;
   const int64_t more_runs =
       expected == 0 ? -1 : static_cast<int64_t>(expected > flushed ? expected - flushed : 0);
-  scan.window = store::PickBackgroundMerge(
-      fresh, more_runs, options_.max_runs_per_lane, options_.min_width, options_.max_width);
+  scan.window = store::PickBackgroundMerge(fresh, more_runs, options_.max_runs_per_lane,
+                                           options_.min_width, options_.max_width);
   return scan;
 }
 
@@ -179,7 +176,8 @@ absl::Status BackgroundMerger::MergeDue(const std::vector<int>& lanes, size_t* n
       consumed_[best_lane] += static_cast<uint64_t>(best.window->width);
       ++merges_;
     }
-    *next = static_cast<size_t>(std::find(lanes.begin(), lanes.end(), best_lane) - lanes.begin()) + 1;
+    *next =
+        static_cast<size_t>(std::find(lanes.begin(), lanes.end(), best_lane) - lanes.begin()) + 1;
     after_merge_(info.stats.total_output_bytes);
   }
 }

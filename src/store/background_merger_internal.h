@@ -32,10 +32,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "store/merge_plan_internal.h"
 #include "rocksdb/db.h"
 #include "rocksdb/listener.h"
 #include "rocksdb/metadata.h"
+#include "store/merge_plan_internal.h"
 
 namespace rocksort::store {
 

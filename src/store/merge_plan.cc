@@ -67,9 +67,7 @@ std::vector<MergeWindow> PlanMergeDown(const std::vector<uint64_t>& run_bytes, i
   auto cost_at = [&](int i, int r) -> uint64_t& {
     return cost[static_cast<size_t>(i % rows) * columns + r];
   };
-  auto step_at = [&](int i, int r) -> Step& {
-    return step[static_cast<size_t>(i) * columns + r];
-  };
+  auto step_at = [&](int i, int r) -> Step& { return step[static_cast<size_t>(i) * columns + r]; };
   auto relax = [&](int i, int r, uint64_t c, int w, int r_before) {
     if (c < cost_at(i, r)) {
       cost_at(i, r) = c;

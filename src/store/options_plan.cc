@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "store/run_memtable_internal.h"
 #include "rocksdb/memtablerep.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_buffer_manager.h"
+#include "store/run_memtable_internal.h"
 
 namespace rocksort::store {
 namespace {
@@ -87,8 +87,8 @@ SortPlan MakePlan(const PolicyInput& input) {
   // RocksDB's VectorRep it does not support concurrent inserts (DB::Open
   // fails unless allow_concurrent_memtable_write is false).
   plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
-  o.write_buffer_size = std::max<uint64_t>((budget - std::min(budget / 2, plan.batch_bytes)) / 2,
-                                           256 * kKiB);
+  o.write_buffer_size =
+      std::max<uint64_t>((budget - std::min(budget / 2, plan.batch_bytes)) / 2, 256 * kKiB);
   o.max_write_buffer_number = 2;
   o.min_write_buffer_number_to_merge = 1;
   o.memtable_factory = std::make_shared<RunMemTableFactory>();
@@ -105,8 +105,8 @@ SortPlan MakePlan(const PolicyInput& input) {
   // 110 at -@ 2 -m 32M). The write buffer manager caps them all together
   // and stalls the loader, like the per-family cap did, until a flush frees
   // memory.
-  o.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(
-      budget, /*cache=*/nullptr, /*allow_stall=*/true);
+  o.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(budget, /*cache=*/nullptr,
+                                                                         /*allow_stall=*/true);
 
   // LZ4 by default: about 11% less CPU for the whole sort than Snappy, for
   // runs 4% larger; zstd on request: runs about a third smaller than LZ4's
@@ -180,7 +180,6 @@ SortPlan MakePlan(const PolicyInput& input) {
   table.max_auto_readahead_size = 0;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
-
   // Universal compaction over one level: every run is a level-0 file and a
   // merge (DB::CompactFiles, picked by rocksort) turns adjacent runs into
   // one. rocksort picks the merges itself (BackgroundMerger, oldest fresh
@@ -221,10 +220,10 @@ SortPlan MakePlan(const PolicyInput& input) {
   // files allow (the memtables are flushed and freed by then; the rest of
   // the budget holds the BGZF blocks in flight).
   plan.merge_budget = std::max(budget / 4 * 3, kMinMergeBudget);
-  plan.max_final_runs = static_cast<int>(std::clamp<uint64_t>(
-      std::min({plan.merge_budget / plan.run_resident_bytes, readable_runs,
-                plan.page_cache_budget / (plan.min_chunk + plan.lead)}),
-      2, 4096));
+  plan.max_final_runs = static_cast<int>(
+      std::clamp<uint64_t>(std::min({plan.merge_budget / plan.run_resident_bytes, readable_runs,
+                                     plan.page_cache_budget / (plan.min_chunk + plan.lead)}),
+                           2, 4096));
   plan.max_final_runs_per_lane = std::max(1, plan.max_final_runs / plan.lanes);
 
   // After loading, the memory the memtables and background merges used is
@@ -242,8 +241,8 @@ SortPlan MakePlan(const PolicyInput& input) {
       plan.lead};
 
   // Background merges: each lane's oldest fresh runs, f to F at a time.
-  plan.expected_runs = input.size_hint == 0 ? 0 : (input.size_hint + o.write_buffer_size - 1) /
-                                                      o.write_buffer_size;
+  plan.expected_runs =
+      input.size_hint == 0 ? 0 : (input.size_hint + o.write_buffer_size - 1) / o.write_buffer_size;
   const double ratio = input.size_hint == 0
                            ? 64.0  // Unknown size: plan for data ~64x the final fan-in.
                            : static_cast<double>(plan.expected_runs) / plan.max_final_runs;
@@ -251,10 +250,10 @@ SortPlan MakePlan(const PolicyInput& input) {
   // more than one merge's fan-in (the loader waits for the merges, and gets
   // the core one merge leaves idle).
   const auto memory_fan_in_of = [&](int merges) {
-    return static_cast<int>(std::clamp<uint64_t>(
-        std::min(compaction_memory / merges / plan.run_resident_bytes,
-                 readable_runs / static_cast<uint64_t>(merges)),
-        2, 1024));
+    return static_cast<int>(
+        std::clamp<uint64_t>(std::min(compaction_memory / merges / plan.run_resident_bytes,
+                                      readable_runs / static_cast<uint64_t>(merges)),
+                             2, 1024));
   };
   if (threads >= 2 && plan.background_merges < 2 && input.size_hint != 0 &&
       ratio > memory_fan_in_of(plan.background_merges)) {
@@ -271,15 +270,15 @@ SortPlan MakePlan(const PolicyInput& input) {
   const int cache_fan_in = static_cast<int>(std::max<uint64_t>(
       2, plan.page_cache_budget / (plan.lanes * std::max<uint64_t>(1, run_on_disk))));
   plan.merge_max_fan_in = std::min(memory_fan_in_of(plan.background_merges), cache_fan_in);
-  plan.merge_fan_in =
-      std::clamp(static_cast<int>(std::ceil(std::max(ratio, 1.0))), 2, std::max(2, plan.merge_max_fan_in));
+  plan.merge_fan_in = std::clamp(static_cast<int>(std::ceil(std::max(ratio, 1.0))), 2,
+                                 std::max(2, plan.merge_max_fan_in));
   plan.merge_max_fan_in = std::max(plan.merge_max_fan_in, plan.merge_fan_in);
   // Fresh runs are still in the page cache when they are merged (the loader
   // waits for the merges), so a small chunk does: what a merge reads from
   // the disk it reads with the lead as its chunk.
   plan.background_readahead = {
-      FitChunk(plan.page_cache_budget / plan.background_merges / plan.merge_max_fan_in,
-               plan.lead, plan.max_chunk, plan.request_bytes),
+      FitChunk(plan.page_cache_budget / plan.background_merges / plan.merge_max_fan_in, plan.lead,
+               plan.max_chunk, plan.request_bytes),
       plan.lead / 2};
 
   if (!input.allow_compaction) {
@@ -304,8 +303,7 @@ uint64_t WholeRequests(uint64_t bytes, uint64_t request_bytes, bool nearest) {
 
 Readahead FinalReadahead(const SortPlan& plan, int runs) {
   const uint64_t share = plan.page_cache_budget / std::max(1, runs);
-  return {FitChunk(Minus(share, plan.lead), plan.min_chunk, plan.max_chunk,
-                   plan.request_bytes),
+  return {FitChunk(Minus(share, plan.lead), plan.min_chunk, plan.max_chunk, plan.request_bytes),
           plan.lead};
 }
 
@@ -325,21 +323,20 @@ std::string DescribePlan(const SortPlan& plan) {
   // The background merges' numbers only where they run.
   std::string compaction = "off";
   if (plan.compaction != CompactionMode::kOff) {
-    compaction = absl::StrFormat(
-        "%s (%d merge(s) at a time, fan-in %d..%d, chunks of %d KiB%s)",
-        plan.compaction == CompactionMode::kPlanned ? "planned" : "adaptive",
-        plan.background_merges, plan.merge_fan_in, plan.merge_max_fan_in,
-        plan.background_readahead.chunk / 1024,
-        plan.compaction == CompactionMode::kAdaptive
-            ? absl::StrCat(", starts after ", plan.adaptive_trigger_runs, " runs")
-            : std::string());
+    compaction =
+        absl::StrFormat("%s (%d merge(s) at a time, fan-in %d..%d, chunks of %d KiB%s)",
+                        plan.compaction == CompactionMode::kPlanned ? "planned" : "adaptive",
+                        plan.background_merges, plan.merge_fan_in, plan.merge_max_fan_in,
+                        plan.background_readahead.chunk / 1024,
+                        plan.compaction == CompactionMode::kAdaptive
+                            ? absl::StrCat(", starts after ", plan.adaptive_trigger_runs, " runs")
+                            : std::string());
   }
   return absl::StrFormat(
       "write_buffer_size=%d x %d, %s runs, %d lane(s), expected runs %s, compaction %s, "
       "merges after loading fan-in <= %d, final merge <= %d runs (chunks of %d..%d KiB, "
       "page cache <= %d MiB)",
-      o.write_buffer_size, o.max_write_buffer_number, RunCompressionName(o.compression),
-      plan.lanes,
+      o.write_buffer_size, o.max_write_buffer_number, RunCompressionName(o.compression), plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       compaction, plan.merge_down_fan_in, plan.max_final_runs, plan.min_chunk / 1024,
       plan.max_chunk / 1024, plan.page_cache_budget >> 20);

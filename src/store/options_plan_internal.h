@@ -31,8 +31,8 @@
 #include <string>
 
 #include "common/disk_info.h"
-#include "store/store.h"
 #include "rocksdb/options.h"
+#include "store/store.h"
 
 namespace rocksort::store {
 

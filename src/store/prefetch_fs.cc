@@ -82,7 +82,8 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
       capacity = length;
     }
     rocksdb::Slice result;
-    target()->Read(offset, length, rocksdb::IOOptions(), &result, scratch.get(), nullptr)
+    target()
+        ->Read(offset, length, rocksdb::IOOptions(), &result, scratch.get(), nullptr)
         .PermitUncheckedError();
   }
 

@@ -211,10 +211,9 @@ class RunMemTableRep : public MemTableRep {
                                      : compare_(entry, internal_key);
     }
     size_t LowerBound(const Slice& internal_key, const char* memtable_key) const {
-      auto it = std::lower_bound(entries_->begin(), entries_->end(), 0,
-                                 [&](const Item& item, int) {
-                                   return Compare(item.entry, internal_key, memtable_key) < 0;
-                                 });
+      auto it = std::lower_bound(entries_->begin(), entries_->end(), 0, [&](const Item& item, int) {
+        return Compare(item.entry, internal_key, memtable_key) < 0;
+      });
       return static_cast<size_t>(it - entries_->begin());
     }
 
@@ -230,7 +229,9 @@ class RunMemTableRep : public MemTableRep {
     explicit ScanIterator(const RunMemTableRep* rep) : rep_(rep) {}
     bool Valid() const override { return current_ != nullptr; }
     const char* key() const override { return current_; }
-    void Next() override { current_ = Smallest([&](const char* e) { return Less(current_, e); }); }
+    void Next() override {
+      current_ = Smallest([&](const char* e) { return Less(current_, e); });
+    }
     void Prev() override { current_ = nullptr; }  // Unused by Get.
     void Seek(const Slice& internal_key, const char* memtable_key) override {
       current_ = Smallest([&](const char* e) {
@@ -239,7 +240,9 @@ class RunMemTableRep : public MemTableRep {
       });
     }
     void SeekForPrev(const Slice&, const char*) override { current_ = nullptr; }
-    void SeekToFirst() override { current_ = Smallest([](const char*) { return true; }); }
+    void SeekToFirst() override {
+      current_ = Smallest([](const char*) { return true; });
+    }
     void SeekToLast() override { current_ = nullptr; }
 
    private:

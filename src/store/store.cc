@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/allocator.h"
 #include "common/status_macros.h"
+#include "common/thread_usage.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
@@ -39,7 +40,6 @@
 #include "store/rocksdb_log_internal.h"
 #include "store/run_memtable_internal.h"
 #include "store/temp_db_internal.h"
-#include "common/thread_usage.h"
 
 namespace rocksort::store {
 namespace {
@@ -128,8 +128,7 @@ std::vector<int> RunsPerLane(rocksdb::DB* db,
 // with Aborted between merges once `stop` (another lane failed) is set.
 absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane, int max_runs,
                               int fan_in, rocksdb::CompressionType compression,
-                              const std::atomic<bool>* cancelled,
-                              const std::atomic<bool>& stop,
+                              const std::atomic<bool>* cancelled, const std::atomic<bool>& stop,
                               const std::function<void(uint64_t)>& after_merge) {
   int merges = 0;
   for (;;) {
@@ -142,9 +141,9 @@ absl::StatusOr<int> MergeDown(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* lane
       return absl::CancelledError("interrupted while merging runs");
     }
     if (stop.load()) return absl::AbortedError("stopped: another lane's merge failed");
-    ASSIGN_OR_RETURN(const rocksdb::CompactionJobInfo info,
-                     MergeRuns(db, lane, runs, plan.front(), compression,
-                               "merging sorted runs failed"));
+    ASSIGN_OR_RETURN(
+        const rocksdb::CompactionJobInfo info,
+        MergeRuns(db, lane, runs, plan.front(), compression, "merging sorted runs failed"));
     ++merges;
     after_merge(info.stats.total_output_bytes);
   }
@@ -225,8 +224,8 @@ class LaneMergeReader : public SortedReader {
 
  private:
   bool Fail(const rocksdb::Status& s) {
-    status_ = absl::InternalError(
-        absl::StrCat("reading the temporary database failed: ", s.ToString()));
+    status_ =
+        absl::InternalError(absl::StrCat("reading the temporary database failed: ", s.ToString()));
     current_ = nullptr;
     return false;
   }
@@ -280,7 +279,7 @@ class TempStore::Impl {
     report_.plan = DescribePlan(plan_);
     report_.compaction_mode = plan_.compaction == CompactionMode::kOff       ? "off"
                               : plan_.compaction == CompactionMode::kPlanned ? "planned"
-                                                                              : "adaptive";
+                                                                             : "adaptive";
     report_.lanes = plan_.lanes;
 
     // RocksDB's own accounting: an event listener counts flushes and
@@ -298,11 +297,11 @@ class TempStore::Impl {
     plan_.options.info_log = std::make_shared<CallbackLogger>(
         options_.verbose ? rocksdb::InfoLogLevel::WARN_LEVEL
                          : rocksdb::InfoLogLevel::NUM_INFO_LOG_LEVELS,
-        options_.log ? [log = options_.log](const std::string& line) {
-          log(absl::StrCat("rocksdb: ", line));
-        } : std::function<void(const std::string&)>());
-    ASSIGN_OR_RETURN(temp_, TempDb::Create(options_.dir_prefix, plan_.options, plan_.lanes,
-                                           options_.registry));
+        options_.log ? [log = options_.log](
+                           const std::string& line) { log(absl::StrCat("rocksdb: ", line)); }
+                     : std::function<void(const std::string&)>());
+    ASSIGN_OR_RETURN(
+        temp_, TempDb::Create(options_.dir_prefix, plan_.options, plan_.lanes, options_.registry));
     WarnIfShortOfSpace();
 
     batch_ = std::make_unique<rocksdb::WriteBatch>(plan_.batch_bytes + (size_t{1} << 20));
@@ -536,7 +535,8 @@ class TempStore::Impl {
     struct statvfs fs;
     if (::statvfs(dir().c_str(), &fs) != 0) return;
     const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-    const uint64_t expected_peak = ExpectedScratchPeak(options_.size_hint, options_.run_compression);
+    const uint64_t expected_peak =
+        ExpectedScratchPeak(options_.size_hint, options_.run_compression);
     if (free_bytes < expected_peak) {
       Log(absl::StrFormat(
           "warning: %s has %d MiB free; sorting about %d MiB of data may need up to %d MiB of "
@@ -562,8 +562,8 @@ class TempStore::Impl {
   std::unique_ptr<CancelWatch> stop_merges_;
   std::unique_ptr<rocksdb::WriteBatch> batch_;
   rocksdb::WriteOptions write_options_;
-  size_t lane_ = 0;              // The lane being filled.
-  uint64_t lane_entries_ = 0;    // Its active memtable's entries after the last write.
+  size_t lane_ = 0;            // The lane being filled.
+  uint64_t lane_entries_ = 0;  // Its active memtable's entries after the last write.
   absl::Mutex peak_mu_;
   uint64_t peak_temp_bytes_ ABSL_GUARDED_BY(peak_mu_) = 0;
 };
@@ -584,9 +584,7 @@ absl::Status TempStore::Add(absl::string_view key, const record::EncodedRecord& 
 }
 absl::Status TempStore::CommitBatch() { return impl_->CommitBatch(); }
 absl::Status TempStore::FinishLoading() { return impl_->FinishLoading(); }
-absl::StatusOr<std::unique_ptr<SortedReader>> TempStore::NewReader() {
-  return impl_->NewReader();
-}
+absl::StatusOr<std::unique_ptr<SortedReader>> TempStore::NewReader() { return impl_->NewReader(); }
 absl::Status TempStore::Destroy() { return impl_->Destroy(); }
 StoreReport TempStore::report() const { return impl_->report(); }
 

@@ -94,11 +94,11 @@ struct StoreReport {
   std::string compaction_mode;  // "off", "planned" or "adaptive".
   int lanes = 1;                // Column families the runs were spread over.
   bool adaptive_compaction_started = false;
-  int runs_flushed = 0;            // Memtable flushes, i.e. sorted runs created.
-  uint64_t flush_bytes = 0;        // Bytes those flushes wrote.
-  int compactions = 0;             // Merges while loading plus after loading.
-  uint64_t compaction_bytes = 0;   // Bytes they wrote (both kinds).
-  int intermediate_merges = 0;     // Merges after loading.
+  int runs_flushed = 0;                   // Memtable flushes, i.e. sorted runs created.
+  uint64_t flush_bytes = 0;               // Bytes those flushes wrote.
+  int compactions = 0;                    // Merges while loading plus after loading.
+  uint64_t compaction_bytes = 0;          // Bytes they wrote (both kinds).
+  int intermediate_merges = 0;            // Merges after loading.
   uint64_t intermediate_merge_bytes = 0;  // Bytes they wrote (part of compaction_bytes).
   std::vector<int> runs_after_load_per_lane;
   std::vector<int> runs_merged_per_lane;  // Runs read by the final merge, per lane.
@@ -106,8 +106,8 @@ struct StoreReport {
   // every run as loading left it): the open ones are never flushed, the
   // sealed ones finish their flush in the background.
   int memtables_at_final_merge = 0;
-  size_t final_readahead = 0;     // Per run, bytes.
-  uint64_t peak_temp_bytes = 0;   // Largest total size of the runs seen.
+  size_t final_readahead = 0;    // Per run, bytes.
+  uint64_t peak_temp_bytes = 0;  // Largest total size of the runs seen.
 
   int runs_merged() const {
     return std::accumulate(runs_merged_per_lane.begin(), runs_merged_per_lane.end(), 0);

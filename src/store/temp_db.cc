@@ -15,13 +15,13 @@
 #include "common/errors.h"
 #include "common/interrupt.h"
 #include "common/status_macros.h"
-#include "store/rocksdb_log_internal.h"
 #include "rocksdb/convenience.h"
+#include "store/rocksdb_log_internal.h"
 
 namespace rocksort::store {
 absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix,
-                                                       const rocksdb::Options& options,
-                                                       int lanes, CleanupRegistry* registry) {
+                                                       const rocksdb::Options& options, int lanes,
+                                                       CleanupRegistry* registry) {
   std::string templ = prefix + "XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
@@ -31,7 +31,8 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
   rocksdb::Options db_wide = options;
   // Never RocksDB's own LOG file in the directory (rocksdb_log.h).
   if (db_wide.info_log == nullptr) {
-    db_wide.info_log = std::make_shared<CallbackLogger>(rocksdb::InfoLogLevel::NUM_INFO_LOG_LEVELS, nullptr);
+    db_wide.info_log =
+        std::make_shared<CallbackLogger>(rocksdb::InfoLogLevel::NUM_INFO_LOG_LEVELS, nullptr);
   }
   std::unique_ptr<TempDb> temp(new TempDb(buf.data(), db_wide, registry));
   if (registry != nullptr) registry->Register(temp->dir_);
@@ -46,11 +47,10 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
   rocksdb::DBOptions db_options(db_wide);
   db_options.create_missing_column_families = true;
   rocksdb::DB* db = nullptr;
-  rocksdb::Status s =
-      rocksdb::DB::Open(db_options, temp->db_path_, families, &temp->lanes_, &db);
+  rocksdb::Status s = rocksdb::DB::Open(db_options, temp->db_path_, families, &temp->lanes_, &db);
   if (!s.ok()) {
-    return absl::InternalError(absl::StrFormat(
-        "can't create the temporary database in \"%s\": %s", temp->dir_, s.ToString()));
+    return absl::InternalError(absl::StrFormat("can't create the temporary database in \"%s\": %s",
+                                               temp->dir_, s.ToString()));
   }
   temp->db_.reset(db);
   return temp;
@@ -83,8 +83,7 @@ absl::Status TempDb::Destroy() {
   // Anything left (a file from a failed flush, the db directory itself).
   RemovePathQuietly(dir_);
   if (::access(dir_.c_str(), F_OK) == 0 && result.ok()) {
-    result = absl::InternalError(
-        absl::StrFormat("can't remove temporary directory \"%s\"", dir_));
+    result = absl::InternalError(absl::StrFormat("can't remove temporary directory \"%s\"", dir_));
   }
   if (registry_ != nullptr) registry_->Unregister(dir_);
   return result;

@@ -33,8 +33,8 @@ class TempDb {
   // Without options.info_log the DB logs nothing (never a LOG file: see
   // rocksdb_log_internal.h).
   static absl::StatusOr<std::unique_ptr<TempDb>> Create(const std::string& prefix,
-                                                        const rocksdb::Options& options,
-                                                        int lanes, CleanupRegistry* registry);
+                                                        const rocksdb::Options& options, int lanes,
+                                                        CleanupRegistry* registry);
   ~TempDb();  // Destroy(), ignoring errors.
 
   TempDb(const TempDb&) = delete;
@@ -51,7 +51,9 @@ class TempDb {
 
  private:
   TempDb(std::string dir, rocksdb::Options options, CleanupRegistry* registry)
-      : dir_(std::move(dir)), db_path_(dir_ + "/db"), options_(std::move(options)),
+      : dir_(std::move(dir)),
+        db_path_(dir_ + "/db"),
+        options_(std::move(options)),
         registry_(registry) {}
 
   const std::string dir_;

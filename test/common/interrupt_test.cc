@@ -63,10 +63,13 @@ TEST(CancelWatchTest, CallsOnceAfterTheFlagIsSet) {
   absl::Notification called;
   std::atomic<int> calls{0};
   {
-    CancelWatch watch(&cancelled, [&] {
-      ++calls;
-      called.Notify();
-    }, absl::Milliseconds(1));
+    CancelWatch watch(
+        &cancelled,
+        [&] {
+          ++calls;
+          called.Notify();
+        },
+        absl::Milliseconds(1));
     ::usleep(20 * 1000);
     EXPECT_EQ(calls.load(), 0);  // Not before.
     cancelled.store(true);
@@ -82,7 +85,8 @@ TEST(CancelWatchTest, NeverCallsAfterItIsGone) {
   const absl::Time start = absl::Now();
   {
     // A long poll: the destructor must not wait for it.
-    CancelWatch watch(&cancelled, [&] { ++calls; }, absl::Seconds(60));
+    CancelWatch watch(
+        &cancelled, [&] { ++calls; }, absl::Seconds(60));
   }
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
   cancelled.store(true);

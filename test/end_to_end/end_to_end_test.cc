@@ -81,8 +81,8 @@ class EndToEndTest : public ::testing::Test {
   // the input last, or redirect stdin); returns the statistics written.
   std::string ExpectSameAsSamtoolsWithStats(const std::string& in, const std::string& args) {
     const std::string stats = dir_.File("stats.json");
-    ExpectSameAsSamtools(in, absl::StrCat("--stats-json ", stats, " -o ", dir_.File("out.bam"),
-                                          " ", args));
+    ExpectSameAsSamtools(
+        in, absl::StrCat("--stats-json ", stats, " -o ", dir_.File("out.bam"), " ", args));
     return testing::ReadFileOrDie(stats);
   }
 
@@ -162,8 +162,7 @@ TEST_F(EndToEndTest, TwoLanesMergedDownInParallelMatchSamtools) {
   // hint far below the data (-s 1K) plans no merging while loading, so
   // every run is merged after it.
   const std::string in = Generate("in.bam", "-n 100000 --seed 14 --tie-frac 0.3");
-  const std::string json =
-      ExpectSameAsSamtoolsWithStats(in, "-@ 2 -m 1M -s 1K --disk hdd " + in);
+  const std::string json = ExpectSameAsSamtoolsWithStats(in, "-@ 2 -m 1M -s 1K --disk hdd " + in);
   EXPECT_NE(json.find("\"lanes\": 2,"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"intermediate_merges\": 0,"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"intermediate_merges\": 1,"), std::string::npos) << json;
@@ -244,9 +243,9 @@ TEST_F(EndToEndTest, HeaderWithoutHdGetsSortOrder) {
 // longer hold after a coordinate sort, and leaves the other @HD tags where
 // they are. rocksort kept GO before the seventeenth session.
 TEST_F(EndToEndTest, HdGroupingAndSubSortAreDroppedLikeSamtools) {
-  for (const std::string hd : {"@HD\tVN:1.6\tSO:queryname\tGO:query\tSS:queryname:natural",
-                               "@HD\tVN:1.6\tGO:reference",
-                               "@HD\tVN:1.6\tXX:y\tSO:unsorted\tGO:none\tZZ:q"}) {
+  for (const std::string hd :
+       {"@HD\tVN:1.6\tSO:queryname\tGO:query\tSS:queryname:natural", "@HD\tVN:1.6\tGO:reference",
+        "@HD\tVN:1.6\tXX:y\tSO:unsorted\tGO:none\tZZ:q"}) {
     SCOPED_TRACE(hd);
     const std::string in = dir_.File("hd.sam");
     testing::WriteFileOrDie(in, absl::StrCat(hd,
@@ -263,8 +262,8 @@ TEST_F(EndToEndTest, PgLineRecordsTheCommandUnlessDisabled) {
   ASSERT_EQ(RunCommand(absl::StrCat(testing::RocksortBinary(), " ", in, " ", out)).exit_code, 0);
   CommandResult h = RunCommand("samtools view -H " + out);
   EXPECT_NE(h.stdout_text.find("@PG\tID:rocksort"), std::string::npos) << h.stdout_text;
-  ASSERT_EQ(RunCommand(absl::StrCat(testing::RocksortBinary(), " --no-PG ", in, " ", out)).exit_code,
-            0);
+  ASSERT_EQ(
+      RunCommand(absl::StrCat(testing::RocksortBinary(), " --no-PG ", in, " ", out)).exit_code, 0);
   h = RunCommand("samtools view --no-PG -H " + out);
   EXPECT_EQ(h.stdout_text.find("ID:rocksort"), std::string::npos) << h.stdout_text;
 }
@@ -302,9 +301,9 @@ TEST_F(EndToEndTest, SignalWhileReadingStdinCleansUp) {
 
 TEST_F(EndToEndTest, ClosedStdoutFailsCleanly) {
   const std::string in = Generate("in.bam", "-n 20000 --seed 10");
-  const CommandResult status = RunCommand(absl::StrCat(
-      "cd ", dir_.path(), " && bash -c '", testing::RocksortBinary(), " -l 0 ", in,
-      " | head -c 100 > /dev/null; exit ${PIPESTATUS[0]}'"));
+  const CommandResult status =
+      RunCommand(absl::StrCat("cd ", dir_.path(), " && bash -c '", testing::RocksortBinary(),
+                              " -l 0 ", in, " | head -c 100 > /dev/null; exit ${PIPESTATUS[0]}'"));
   EXPECT_EQ(status.exit_code, 1) << status.stderr_text;
   EXPECT_NE(status.stderr_text.find("stdout"), std::string::npos) << status.stderr_text;
   EXPECT_EQ(dir_.List(), std::vector<std::string>{"in.bam"});
@@ -341,8 +340,8 @@ TEST_F(EndToEndTest, PlainGzipSamMatchesSamtoolsWithoutATruncationWarning) {
   ASSERT_EQ(RunCommand("gzip " + sam).exit_code, 0);
   const std::string in = sam + ".gz";
   ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -o ", dir_.File("out.bam"), " ", in));
-  const CommandResult r = RunCommand(
-      absl::StrCat(testing::RocksortBinary(), " -o ", dir_.File("out2.bam"), " ", in));
+  const CommandResult r =
+      RunCommand(absl::StrCat(testing::RocksortBinary(), " -o ", dir_.File("out2.bam"), " ", in));
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(r.stderr_text, "");
 }
@@ -382,15 +381,15 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
   const std::string ref = dir_.File("ref.fa");
   ASSERT_EQ(::rename(written_with.c_str(), ref.c_str()), 0);
   ::unlink((written_with + ".fai").c_str());
-  const std::string env = absl::StrCat("REF_PATH=", dir_.File("none/%s"),
-                                       " REF_CACHE=", dir_.File("none/%s"), " ");
+  const std::string env =
+      absl::StrCat("REF_PATH=", dir_.File("none/%s"), " REF_CACHE=", dir_.File("none/%s"), " ");
   const std::string expected = dir_.File("expected.bam");
-  const CommandResult s = RunCommand(
-      absl::StrCat(env, "samtools sort --reference ", ref, " -o ", expected, " ", cram));
+  const CommandResult s =
+      RunCommand(absl::StrCat(env, "samtools sort --reference ", ref, " -o ", expected, " ", cram));
   ASSERT_EQ(s.exit_code, 0) << s.stderr_text;
   const std::string out = dir_.File("out.bam");
-  const CommandResult r = RunCommand(absl::StrCat(env, testing::RocksortBinary(), " -@ 2 --reference ",
-                                                  ref, " -o ", out, " ", cram));
+  const CommandResult r = RunCommand(absl::StrCat(
+      env, testing::RocksortBinary(), " -@ 2 --reference ", ref, " -o ", out, " ", cram));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
   absl::StatusOr<std::string> expected_bytes = testing::ReadBamRecordBytes(expected);
@@ -407,8 +406,8 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
   EXPECT_TRUE(absl::StrContains(none.stderr_text, cram)) << none.stderr_text;
   EXPECT_TRUE(absl::StrContains(none.stderr_text, "reference")) << none.stderr_text;
   const std::string missing = dir_.File("missing.fa");
-  const CommandResult bad = RunCommand(absl::StrCat(
-      env, testing::RocksortBinary(), " --reference ", missing, " -o ", out, " ", cram));
+  const CommandResult bad = RunCommand(absl::StrCat(env, testing::RocksortBinary(), " --reference ",
+                                                    missing, " -o ", out, " ", cram));
   EXPECT_EQ(bad.exit_code, 1) << bad.stderr_text;
   EXPECT_TRUE(absl::StrContains(bad.stderr_text, missing)) << bad.stderr_text;
   EXPECT_FALSE(std::filesystem::exists(out));
@@ -438,8 +437,8 @@ TEST_F(EndToEndTest, SamWithoutSqTakesReferencesFromTheFastaIndex) {
         absl::StrCat(testing::RocksortBinary(), " --reference ", given, " -o ", out, " ", in));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
     EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
-    EXPECT_TRUE(absl::StrContains(RunCommand("samtools view -H " + out).stdout_text,
-                                  "@SQ\tSN:d\tLN:4"));
+    EXPECT_TRUE(
+        absl::StrContains(RunCommand("samtools view -H " + out).stdout_text, "@SQ\tSN:d\tLN:4"));
   }
 }
 
@@ -453,9 +452,9 @@ TEST_F(EndToEndTest, MoreRunsThanOpenFilesMatchSamtools) {
   const std::string expected = SamtoolsSort(in);
   const std::string out = dir_.File("out.bam");
   const std::string stats = dir_.File("stats.json");
-  const CommandResult r = RunCommand(
-      absl::StrCat("ulimit -n 128 && ", testing::RocksortBinary(), " -m 1M --no-compaction ",
-                   "--stats-json ", stats, " -o ", out, " ", in));
+  const CommandResult r = RunCommand(absl::StrCat("ulimit -n 128 && ", testing::RocksortBinary(),
+                                                  " -m 1M --no-compaction ", "--stats-json ", stats,
+                                                  " -o ", out, " ", in));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
   const std::string json = testing::ReadFileOrDie(stats);
@@ -472,16 +471,16 @@ TEST_F(EndToEndTest, WriteIndexIsTheIndexSamtoolsMakes) {
   for (const std::string threads : {"-@ 1", "-@ 3"}) {
     SCOPED_TRACE(threads);
     ExpectSameAsSamtools(in, absl::StrCat(threads, " -m 2M --write-index -o ", out, " ", in));
-    ASSERT_EQ(RunCommand(absl::StrCat("samtools index -c ", out, " ", dir_.File("ref.csi")))
-                  .exit_code,
-              0);
+    ASSERT_EQ(
+        RunCommand(absl::StrCat("samtools index -c ", out, " ", dir_.File("ref.csi"))).exit_code,
+        0);
     EXPECT_TRUE(testing::ReadFileOrDie(out + ".csi") ==
                 testing::ReadFileOrDie(dir_.File("ref.csi")))
         << "CSI differs from samtools index -c";
 
     const std::string bai = dir_.File("named.bai");
-    ExpectSameAsSamtools(in, absl::StrCat(threads, " --write-index -o ", out, "##idx##", bai,
-                                          " ", in));
+    ExpectSameAsSamtools(in,
+                         absl::StrCat(threads, " --write-index -o ", out, "##idx##", bai, " ", in));
     ASSERT_EQ(
         RunCommand(absl::StrCat("samtools index -b ", out, " ", dir_.File("ref.bai"))).exit_code,
         0);
@@ -509,8 +508,8 @@ TEST_F(EndToEndTest, OutputNamedUpToTheFileSystemLimitIsWritten) {
   const std::string expected = SamtoolsSort(in);
   // 251 bytes, and 255 with the index's ".csi".
   const std::string out = dir_.File(std::string(247, 'a') + ".bam");
-  const CommandResult r = RunCommand(
-      absl::StrCat(testing::RocksortBinary(), " -m 1M --write-index -o ", out, " ", in));
+  const CommandResult r =
+      RunCommand(absl::StrCat(testing::RocksortBinary(), " -m 1M --write-index -o ", out, " ", in));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
   EXPECT_EQ(RunCommand("samtools view -c " + out + " chr1").exit_code, 0);

@@ -37,10 +37,11 @@ struct Mode {
 };
 
 const Mode kModes[] = {
-    {"coord", ""},          {"n", "-n"},           {"N", "-N"},
-    {"tRG", "-t RG"},       {"tAS", "-t AS"},      {"tXT", "-t XT"},
-    {"tXA", "-t XA"},       {"tRGn", "-t RG -n"},  {"tASN", "-t AS -N"},
-    {"template", "--template-coordinate"},
+    {"coord", ""},        {"n", "-n"},
+    {"N", "-N"},          {"tRG", "-t RG"},
+    {"tAS", "-t AS"},     {"tXT", "-t XT"},
+    {"tXA", "-t XA"},     {"tRGn", "-t RG -n"},
+    {"tASN", "-t AS -N"}, {"template", "--template-coordinate"},
 };
 
 // SAM text without @PG lines: what the oracle stores.
@@ -105,8 +106,8 @@ class GoldenOrderTest : public ::testing::TestWithParam<GoldenCase> {
       EXPECT_FALSE(fs::exists(out));
     } else {
       ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-      const std::string expected = fs::exists(Expected(".sam")) ? Expected(".sam")
-                                                                  : Expected(".sam.gz");
+      const std::string expected =
+          fs::exists(Expected(".sam")) ? Expected(".sam") : Expected(".sam.gz");
       // SamText of the expected file too: the same htslib prints both.
       EXPECT_EQ(SamText(out), SamText(through_cram ? ToCram(expected) : expected));
     }
@@ -123,9 +124,9 @@ class GoldenOrderTest : public ::testing::TestWithParam<GoldenCase> {
   // htslib never looks a reference up on the network.
   std::string ToCram(const std::string& sam) {
     const std::string cram = dir_.File(absl::StrCat("c", crams_++, ".cram"));
-    const CommandResult r = RunCommand(absl::StrCat(
-        "REF_PATH=", dir_.File("none/%s"), " samtools view --no-PG -C ",
-        "--output-fmt-option no_ref=1 -o ", cram, " ", sam));
+    const CommandResult r =
+        RunCommand(absl::StrCat("REF_PATH=", dir_.File("none/%s"), " samtools view --no-PG -C ",
+                                "--output-fmt-option no_ref=1 -o ", cram, " ", sam));
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
     return cram;
   }
@@ -189,15 +190,13 @@ class LiveOrderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     input_ = dir_.File("in.bam");
-    const CommandResult r =
-        RunCommand(absl::StrCat(testing::GenReadsBinary(),
-                                " -n 8000 --seed 31 --tie-frac 0.2 --edge-cases -o ", input_));
+    const CommandResult r = RunCommand(absl::StrCat(
+        testing::GenReadsBinary(), " -n 8000 --seed 31 --tie-frac 0.2 --edge-cases -o ", input_));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   }
 
   // rocksort with `flags` and `args`, then its output as SAM text.
-  std::string Rocksort(const std::string& flags, const std::string& args,
-                       const std::string& in) {
+  std::string Rocksort(const std::string& flags, const std::string& args, const std::string& in) {
     const std::string out = dir_.File("out.bam");
     const CommandResult r = RunCommand(
         absl::StrCat(testing::RocksortBinary(), " ", flags, " ", args, " -o ", out, " ", in));
@@ -220,8 +219,8 @@ class LiveOrderTest : public ::testing::Test {
 // orders and template-coordinate; the header differs for -t (1.16 writes
 // SO:unknown), so only records are compared there.
 TEST_F(LiveOrderTest, TagAndTemplateOrdersMatchSamtoolsWithManyRuns) {
-  for (const char* flags : {"-t RG", "-t AS", "-t NM", "-t MD", "-t XS -n", "-t NM -n",
-                            "--template-coordinate"}) {
+  for (const char* flags :
+       {"-t RG", "-t AS", "-t NM", "-t MD", "-t XS -n", "-t NM -n", "--template-coordinate"}) {
     SCOPED_TRACE(flags);
     const std::string expected = Samtools(flags, input_);
     const std::string actual = Rocksort(flags, "-@ 2 -m 1M", input_);

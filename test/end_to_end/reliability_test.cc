@@ -770,9 +770,9 @@ TEST_F(ReliabilityTest, BamWithoutEofBlockIsSortedCompletely) {
 TEST_F(ReliabilityTest, CramWithoutEofContainerIsSortedWithAWarning) {
   const std::string sam = Generate("in.sam", "-n 500 --seed 36");
   const std::string cram = dir_.File("in.cram");
-  ASSERT_EQ(RunCommand("samtools view -C --output-fmt-option no_ref=1 -o " + cram + " " + sam)
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      RunCommand("samtools view -C --output-fmt-option no_ref=1 -o " + cram + " " + sam).exit_code,
+      0);
   const std::string file = testing::ReadFileOrDie(cram);
   // CRAM 3's EOF container is the file's last 38 bytes.
   const std::string no_eof = dir_.File("no_eof.cram");
@@ -996,13 +996,15 @@ TEST_F(ReliabilityTest, ReferenceTooLongForBamFailsBeforeSorting) {
 // loading, naming the input and the header.
 TEST_F(ReliabilityTest, UnparsableHeaderFailsNamingTheInput) {
   const std::string dup = dir_.File("duplicate_sq.sam");
-  testing::WriteFileOrDie(dup, "@SQ\tSN:c\tLN:100\n@SQ\tSN:c\tLN:100\n"
-                               "r1\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
+  testing::WriteFileOrDie(dup,
+                          "@SQ\tSN:c\tLN:100\n@SQ\tSN:c\tLN:100\n"
+                          "r1\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
   ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + dup)), 1,
                      {dup, "header"});
   const std::string hd = dir_.File("malformed_hd.sam");
-  testing::WriteFileOrDie(hd, "@HD\tVN:1.6\t\n@SQ\tSN:c\tLN:100\n"
-                              "r1\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
+  testing::WriteFileOrDie(hd,
+                          "@HD\tVN:1.6\t\n@SQ\tSN:c\tLN:100\n"
+                          "r1\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
   ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + hd)), 1,
                      {hd, "header"});
 }
@@ -1028,10 +1030,11 @@ TEST_F(ReliabilityTest, FileSizeLimitFailsCleanlyInsteadOfKilling) {
 // (nor their partial files).
 TEST_F(ReliabilityTest, FailedRunWithWriteIndexLeavesNoIndex) {
   const std::string in = dir_.File("bad.sam");
-  testing::WriteFileOrDie(in, "@SQ\tSN:c\tLN:100\nr1\t0\tc\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n"
-                              "r2\t0\tc\tnot-a-number\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
-  ExpectCleanFailure(
-      RunCommand(Rocksort("--write-index -o " + dir_.File("out.bam") + " " + in)), 1, {in});
+  testing::WriteFileOrDie(in,
+                          "@SQ\tSN:c\tLN:100\nr1\t0\tc\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n"
+                          "r2\t0\tc\tnot-a-number\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
+  ExpectCleanFailure(RunCommand(Rocksort("--write-index -o " + dir_.File("out.bam") + " " + in)), 1,
+                     {in});
 }
 
 // BAI holds positions below 2^29 (samtools sort fails the same way): the
@@ -1086,8 +1089,8 @@ TEST_F(ReliabilityTest, FullTempFilesystemFailsCleanly) {
   const std::string tmp = MountTmpfs("small_tmp", "2m", /*read_only=*/false);
   if (tmp.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << mount_error_;
   const std::string in = Generate("in.bam", "-n 30000 --seed 61");
-  const CommandResult r = RunCommand(
-      Rocksort(absl::StrCat("-m 1M -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
+  const CommandResult r =
+      RunCommand(Rocksort(absl::StrCat("-m 1M -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
   ExpectCleanFailure(r, 1, {tmp});
   EXPECT_TRUE(fs::is_empty(tmp)) << "the tmpfs is not empty";
 
@@ -1107,12 +1110,12 @@ TEST_F(ReliabilityTest, ShortScratchSpaceWarningCountsTheRunCompression) {
   const std::string tmp = MountTmpfs("warn_tmp", "32m", /*read_only=*/false);
   if (tmp.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << mount_error_;
   const std::string in = Generate("in.bam", "-n 2000 --seed 63");
-  for (const auto& [compression, warns] : {std::pair<std::string, bool>{"lz4", true},
-                                           std::pair<std::string, bool>{"zstd", false}}) {
+  for (const auto& [compression, warns] :
+       {std::pair<std::string, bool>{"lz4", true}, std::pair<std::string, bool>{"zstd", false}}) {
     SCOPED_TRACE(compression);
-    const CommandResult r = RunCommand(Rocksort(absl::StrCat(
-        "-m 4M -s 48M --run-compression ", compression, " -T ", tmp, " -o ", dir_.File("out.bam"),
-        " ", in)));
+    const CommandResult r =
+        RunCommand(Rocksort(absl::StrCat("-m 4M -s 48M --run-compression ", compression, " -T ",
+                                         tmp, " -o ", dir_.File("out.bam"), " ", in)));
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
     EXPECT_EQ(absl::StrContains(r.stderr_text, "may need up to"), warns) << r.stderr_text;
     EXPECT_TRUE(fs::is_empty(tmp)) << "the tmpfs is not empty";
@@ -1128,8 +1131,8 @@ TEST_F(ReliabilityTest, FullTempFilesystemWhileMergingFailsCleanly) {
   const std::string tmp = MountTmpfs("merge_tmp", "34m", /*read_only=*/false);
   if (tmp.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << mount_error_;
   const std::string in = Generate("in.bam", "-n 80000 --seed 13");
-  const CommandResult r = RunCommand(Rocksort(absl::StrCat(
-      "-m 2M -s 1K --disk hdd -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
+  const CommandResult r = RunCommand(Rocksort(
+      absl::StrCat("-m 2M -s 1K --disk hdd -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
   ExpectCleanFailure(r, 1, {tmp});
   EXPECT_TRUE(absl::StrContains(r.stderr_text, "merging sorted runs failed")) << r.stderr_text;
   EXPECT_TRUE(fs::is_empty(tmp)) << "the tmpfs is not empty";

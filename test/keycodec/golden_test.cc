@@ -157,9 +157,8 @@ TEST_P(GoldenTest, OrderAndHeaderMatchSamtools) {
     return;
   }
   ASSERT_TRUE(failure.ok()) << failure;
-  const std::string expected_path = fs::exists(expected_base + ".sam")
-                                        ? expected_base + ".sam"
-                                        : expected_base + ".sam.gz";
+  const std::string expected_path =
+      fs::exists(expected_base + ".sam") ? expected_base + ".sam" : expected_base + ".sam.gz";
   const std::vector<std::string> expected = ReadLines(expected_path);
   ASSERT_FALSE(expected.empty()) << expected_path;
 

@@ -19,8 +19,8 @@ std::string Encode(const CoordinateKey& key) {
 TEST(KeyCodec, LayoutIsPinnedByteForByte) {
   // tid 1, pos 99 (1-based 100), reverse, seq 0x0102030405060708.
   const std::string key = Encode({1, 99, true, 0x0102030405060708ULL});
-  const unsigned char expected[16] = {0, 0, 0, 1, 0, 0, 0, 100,  // pos + 1
-                                      0x81, 2, 3, 4, 5, 6, 7, 8};  // reverse << 63 | seq
+  const unsigned char expected[16] = {0,    0, 0, 1, 0, 0, 0, 100,  // pos + 1
+                                      0x81, 2, 3, 4, 5, 6, 7, 8};   // reverse << 63 | seq
   ASSERT_EQ(key.size(), 16u);
   EXPECT_EQ(std::memcmp(key.data(), expected, 16), 0);
 }
@@ -43,10 +43,9 @@ TEST(KeyCodec, TiesKeepInputOrder) {
 }
 
 TEST(KeyCodec, RoundTrips) {
-  for (const CoordinateKey& key :
-       {CoordinateKey{-1, -1, false, 0}, CoordinateKey{0, 0, true, 1},
-        CoordinateKey{2147483646, kMaxPosition, true, kMaxSequence},
-        CoordinateKey{7, kMaxPosition, false, kMaxSequence}}) {
+  for (const CoordinateKey& key : {CoordinateKey{-1, -1, false, 0}, CoordinateKey{0, 0, true, 1},
+                                   CoordinateKey{2147483646, kMaxPosition, true, kMaxSequence},
+                                   CoordinateKey{7, kMaxPosition, false, kMaxSequence}}) {
     absl::StatusOr<CoordinateKey> decoded = DecodeCoordinateKey(Encode(key));
     ASSERT_TRUE(decoded.ok()) << decoded.status();
     EXPECT_EQ(*decoded, key);

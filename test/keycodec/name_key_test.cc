@@ -160,7 +160,10 @@ TEST(NameKey, RunAgainstByteComparesAsItsFirstDigit) {
 
 TEST(NameKey, NaturalKeyLayoutIsPinned) {
   // "ab007c12": 'a' 'b', run "7" (1 significant digit), 'c', run "12", end.
-  EXPECT_EQ(NaturalKey("ab007c12"), std::string("ab\x30\x01" "7c\x30\x02" "12\0", 11));
+  EXPECT_EQ(NaturalKey("ab007c12"), std::string("ab\x30\x01"
+                                                "7c\x30\x02"
+                                                "12\0",
+                                                11));
 }
 
 TEST(NameKey, LongestNaturalNameFitsTheBound) {
@@ -176,9 +179,9 @@ TEST(NameKey, FlagTieBreakOrdersReadThenSupplementaryThenSecondary) {
       MakeKeyEncoder(SortOrder{OrderKind::kQueryName, true, ""}, *testing::ParseHeader(""));
   ASSERT_TRUE(encoder.ok());
   // In samtools' order, each with noise bits that must not matter.
-  const uint16_t in_order[] = {0x1 | 0x10,  0x800,       0x100 | 0x4,   0x900,
-                               0x40 | 0x20, 0x40 | 0x800, 0x40 | 0x100, 0x80,
-                               0x80 | 0x900, 0xC0 | 0x2,  0xC0 | 0x900};
+  const uint16_t in_order[] = {0x1 | 0x10,   0x800,        0x100 | 0x4,  0x900,
+                               0x40 | 0x20,  0x40 | 0x800, 0x40 | 0x100, 0x80,
+                               0x80 | 0x900, 0xC0 | 0x2,   0xC0 | 0x900};
   std::string previous;
   for (uint16_t flag : in_order) {
     RecordSpec spec;
@@ -195,8 +198,8 @@ TEST(NameKey, MemcmpOrderEqualsSamtoolsOrderOnRandomRecords) {
   std::mt19937_64 rng(11);
   const std::vector<std::string> names = CollidingNames(rng, 120);
   for (bool natural : {true, false}) {
-    absl::StatusOr<std::unique_ptr<KeyEncoder>> encoder = MakeKeyEncoder(
-        SortOrder{OrderKind::kQueryName, natural, ""}, *testing::ParseHeader(""));
+    absl::StatusOr<std::unique_ptr<KeyEncoder>> encoder =
+        MakeKeyEncoder(SortOrder{OrderKind::kQueryName, natural, ""}, *testing::ParseHeader(""));
     ASSERT_TRUE(encoder.ok());
     struct Item {
       std::string name;

@@ -78,10 +78,9 @@ TEST(MakeKeyEncoder, EveryOrderHasAnEncoder) {
 
 TEST(MakeKeyEncoder, RefusesOrdersFromFlagsCannotProduce) {
   HeaderPtr h = ParseHeader("@HD\tVN:1.6\n");
-  EXPECT_EQ(MakeKeyEncoder(SortOrder{OrderKind::kTemplateCoordinate, true, "RG"}, *h)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      MakeKeyEncoder(SortOrder{OrderKind::kTemplateCoordinate, true, "RG"}, *h).status().code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(MakeKeyEncoder(SortOrder{OrderKind::kCoordinate, true, "R"}, *h).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

@@ -106,11 +106,13 @@ int CompareValues(const RefValue& a, const RefValue& b) {
 
 // Values drawn for the tag under test: every class, ties across types.
 std::string RandomTag(std::mt19937_64& rng, const char* tag) {
-  static const int64_t kInts[] = {-2147483648LL, -129, -128, -3, -1, 0, 1, 2, 5, 127, 128,
-                                  255, 256, 32767, 65535, 2147483647LL, 4294967295LL};
-  static const double kDoubles[] = {-0.0, 0.0, 2.5, -1000, 5.0, kNaN, -kNaN, kInf, -kInf,
-                                    1e-300, -1e-300, 4294967295.0, -2147483648.0, 255.5,
-                                    std::nextafter(5.0, 6.0)};
+  static const int64_t kInts[] = {
+      -2147483648LL, -129, -128,  -3,    -1,           0,           1, 2, 5, 127, 128,
+      255,           256,  32767, 65535, 2147483647LL, 4294967295LL};
+  static const double kDoubles[] = {
+      -0.0,    0.0,          2.5,           -1000, 5.0,
+      kNaN,    -kNaN,        kInf,          -kInf, 1e-300,
+      -1e-300, 4294967295.0, -2147483648.0, 255.5, std::nextafter(5.0, 6.0)};
   static const char* kStrings[] = {"", "a", "ab", "abc", "b", "\xff", "1A", "1A2B", "A"};
   switch (rng() % 8) {
     case 0:
@@ -159,8 +161,8 @@ void CheckRandomRecords(OrderKind kind, bool natural, uint64_t seed) {
   for (uint64_t seq = 0; seq < 1200; ++seq) {
     RecordSpec spec;
     spec.name = kNames[rng() % 8];
-    spec.flag = static_cast<uint16_t>(rng() & (BAM_FREVERSE | BAM_FREAD1 | BAM_FREAD2 |
-                                               BAM_FSECONDARY | BAM_FSUPPLEMENTARY));
+    spec.flag = static_cast<uint16_t>(
+        rng() & (BAM_FREVERSE | BAM_FREAD1 | BAM_FREAD2 | BAM_FSECONDARY | BAM_FSUPPLEMENTARY));
     spec.tid = static_cast<int32_t>(rng() % 3) - 1;
     spec.pos = spec.tid < 0 ? -1 : static_cast<int64_t>(rng() % 3) - 1;
     if (spec.tid >= 0) spec.cigar = "10M";
@@ -223,8 +225,10 @@ std::string ValueKey(const std::string& aux) {
 }
 
 TEST(TagKey, MissingTagSortsFirstThenCharArrayStringNumber) {
-  const std::string keys[] = {ValueKey(""), ValueKey(AuxA("XT", 0xff)),
-                              ValueKey(AuxArray("XT", 'c', 1, 0)), ValueKey(AuxZ("XT", "")),
+  const std::string keys[] = {ValueKey(""),
+                              ValueKey(AuxA("XT", 0xff)),
+                              ValueKey(AuxArray("XT", 'c', 1, 0)),
+                              ValueKey(AuxZ("XT", "")),
                               ValueKey(AuxDouble("XT", -kInf)),
                               ValueKey(AuxInt("XT", 'i', INT32_MIN))};
   for (size_t i = 0; i + 1 < 6; ++i) EXPECT_LT(keys[i], keys[i + 1]) << i;
@@ -338,8 +342,8 @@ TEST(TagKey, AuxLookupAgreesWithHtslibOnMalformedAux) {
 
 TEST(TagKey, MalformedValueSortsAsMissingTag) {
   const std::string missing = ValueKey("");
-  EXPECT_EQ(ValueKey(std::string("XTZab", 5)), missing);          // No NUL.
-  EXPECT_EQ(ValueKey(std::string("XTi\x01\x02", 5)), missing);     // Truncated.
+  EXPECT_EQ(ValueKey(std::string("XTZab", 5)), missing);            // No NUL.
+  EXPECT_EQ(ValueKey(std::string("XTi\x01\x02", 5)), missing);      // Truncated.
   EXPECT_EQ(ValueKey(std::string("XTq\x01\x02\x03", 6)), missing);  // Unknown type.
   // A broken field before the tag hides it, as in htslib.
   EXPECT_EQ(ValueKey(std::string("AAq\x01", 4) + AuxInt("XT", 'i', 5)), missing);

@@ -39,9 +39,8 @@ const std::map<std::string, std::string> kLibraries = {
     {"g1", "libB"}, {"g2", "libA"}, {"g4", "libA2"}};
 
 std::unique_ptr<KeyEncoder> Encoder(const char* header_text = kHeader) {
-  absl::StatusOr<std::unique_ptr<KeyEncoder>> e =
-      MakeKeyEncoder(SortOrder{OrderKind::kTemplateCoordinate, true, ""},
-                     *testing::ParseHeader(header_text));
+  absl::StatusOr<std::unique_ptr<KeyEncoder>> e = MakeKeyEncoder(
+      SortOrder{OrderKind::kTemplateCoordinate, true, ""}, *testing::ParseHeader(header_text));
   EXPECT_TRUE(e.ok()) << e.status();
   return std::move(*e);
 }
@@ -170,11 +169,11 @@ BamPtr Build(Case c) {
 }
 
 Case RandomCase(std::mt19937_64& rng) {
-  static const char* kCigars[] = {"10M",   "5S10M", "10M3S", "2H3S10M4S1H", "3M2I5M",
-                                  "4M3D6M", "2M5N3M", "1=1X", "7S"};
+  static const char* kCigars[] = {"10M",    "5S10M",  "10M3S", "2H3S10M4S1H", "3M2I5M",
+                                  "4M3D6M", "2M5N3M", "1=1X",  "7S"};
   static const char* kMates[] = {"10M", "5S10M", "10M3S", "2H3S10M4S1H", "3M2I5M", "*", "4S"};
-  static const char* kMis[] = {"7", "7/A", "7/B", "10/A", "7/AB", "", "/x", "\x80",
-                               "\xff/1", "A\x80", "A1", "A"};
+  static const char* kMis[] = {"7",  "7/A",  "7/B",    "10/A",  "7/AB", "",
+                               "/x", "\x80", "\xff/1", "A\x80", "A1",   "A"};
   static const char* kRgs[] = {"", "g1", "g2", "g3", "g4", "gX"};
   static const char* kNames[] = {"pA", "pB", "p", "pA1", "q"};
   static const uint16_t kBits[] = {BAM_FPAIRED,  BAM_FUNMAP,     BAM_FMUNMAP,
@@ -223,8 +222,7 @@ TEST(TemplateCoordinateKey, MemcmpOrderEqualsSamtoolsOrderOnRandomRecords) {
   for (size_t i = 0; i < keys.size(); ++i) {
     for (size_t j = 0; j < keys.size(); ++j) {
       ASSERT_EQ(Sign(keys[i].compare(keys[j])), Compare(refs[i], refs[j]))
-          << "record " << i << " (" << refs[i].name << ") vs " << j << " (" << refs[j].name
-          << ")";
+          << "record " << i << " (" << refs[i].name << ") vs " << j << " (" << refs[j].name << ")";
     }
   }
 }
@@ -250,8 +248,8 @@ Case Fragment(const std::string& name, uint16_t flag, int32_t tid, int64_t pos,
 
 TEST(TemplateCoordinateKey, ClipsCountInTheUnclippedFivePrimeEnd) {
   // Unclipped starts: 100 - 5 = 95 (1-based 96) before 97 (1-based).
-  const std::vector<std::string> keys = Keys(
-      {Fragment("a", 0, 0, 96, "10M"), Fragment("b", 0, 0, 100, "5S10M")});
+  const std::vector<std::string> keys =
+      Keys({Fragment("a", 0, 0, 96, "10M"), Fragment("b", 0, 0, 100, "5S10M")});
   EXPECT_LT(keys[1], keys[0]);
   // Reverse: the 5' end is the unclipped end: 100 + 10 + 3 > 100 + 12.
   const std::vector<std::string> rev = Keys(
@@ -261,8 +259,8 @@ TEST(TemplateCoordinateKey, ClipsCountInTheUnclippedFivePrimeEnd) {
 
 TEST(TemplateCoordinateKey, ReverseStrandSortsFirstAtTheSameEnd) {
   // Both 5' ends at 1-based 11: forward at pos 10, reverse ending at 11.
-  const std::vector<std::string> keys = Keys(
-      {Fragment("a", 0, 0, 10, "5M"), Fragment("b", BAM_FREVERSE, 0, 6, "5M")});
+  const std::vector<std::string> keys =
+      Keys({Fragment("a", 0, 0, 10, "5M"), Fragment("b", BAM_FREVERSE, 0, 6, "5M")});
   EXPECT_LT(keys[1], keys[0]);
 }
 
@@ -313,9 +311,9 @@ TEST(TemplateCoordinateKey, TrailingSlashAndOneCharacterOfMiAreIgnored) {
     return c;
   };
   // As samtools' own golden order: 10/A, 7, 7/B, 7/A (ties by name), 7/AB.
-  const std::vector<std::string> keys = Keys({with_mi("n1", "7/B"), with_mi("n2", "7/A"),
-                                              with_mi("n3", "10/A"), with_mi("n0", "7"),
-                                              with_mi("m9", "7/AB")});
+  const std::vector<std::string> keys =
+      Keys({with_mi("n1", "7/B"), with_mi("n2", "7/A"), with_mi("n3", "10/A"), with_mi("n0", "7"),
+            with_mi("m9", "7/AB")});
   EXPECT_LT(keys[2], keys[3]);
   EXPECT_LT(keys[3], keys[0]);
   EXPECT_LT(keys[0], keys[1]);
@@ -351,8 +349,7 @@ TEST(TemplateCoordinateKey, MissingMcIsAnErrorNamingFixmate) {
   c.spec.mtid = 0;
   c.spec.aux = std::string("MCZ10M", 6);
   std::string key;
-  EXPECT_NE(encoder->Append(*Build(c), 0, &key).message().find("fixmate"),
-            absl::string_view::npos);
+  EXPECT_NE(encoder->Append(*Build(c), 0, &key).message().find("fixmate"), absl::string_view::npos);
 }
 
 TEST(TemplateCoordinateKey, NoMcNeededWhenTheMateIsUnmappedOrUnpaired) {
@@ -406,9 +403,12 @@ TEST(TemplateCoordinateKey, UnmappedEndsUseSamtoolsSentinels) {
   const std::vector<std::string> keys = Keys({Fragment("u", BAM_FUNMAP, -1, -1, "")});
   // tid1 = tid2 = INT32_MAX, pos1 = pos2 = HTS_POS_MAX, both forward.
   const std::string expected_start(
-      "\xff\xff\xff\xff" "\xff\xff\xff\xff"
-      "\xff\xff\xff\xff\x7f\xff\xff\xff" "\xff\xff\xff\xff\x7f\xff\xff\xff"
-      "\x03", 25);
+      "\xff\xff\xff\xff"
+      "\xff\xff\xff\xff"
+      "\xff\xff\xff\xff\x7f\xff\xff\xff"
+      "\xff\xff\xff\xff\x7f\xff\xff\xff"
+      "\x03",
+      25);
   EXPECT_EQ(keys[0].substr(0, 25), expected_start);
 }
 

@@ -52,9 +52,7 @@ BamPtr MakeRecord(const RecordSpec& spec) {
   return b;
 }
 
-std::string AuxA(const char* tag, uint8_t c) {
-  return TagBytes(tag, 'A') + static_cast<char>(c);
-}
+std::string AuxA(const char* tag, uint8_t c) { return TagBytes(tag, 'A') + static_cast<char>(c); }
 
 std::string AuxZ(const char* tag, const std::string& s, char type) {
   return TagBytes(tag, type) + s + '\0';

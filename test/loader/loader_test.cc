@@ -77,7 +77,8 @@ TEST_F(LoaderTest, AddsEveryRecordUnderItsKey) {
 
 TEST_F(LoaderTest, BatchesStopOnceTheyHoldMaxBytes) {
   std::string body;
-  for (int i = 0; i < 100; ++i) body += absl::StrCat("r", i, "\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
+  for (int i = 0; i < 100; ++i)
+    body += absl::StrCat("r", i, "\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
   absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(WriteSam(body), 1);
   ASSERT_TRUE(input.ok());
   const std::unique_ptr<keycodec::KeyEncoder> keys = CoordinateKeys(**input);

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "output/bgzf_writer_internal.h"
 #include "output/output.h"
-#include "gtest/gtest.h"
 #include "test_util.h"
 
 namespace rocksort::output {
@@ -48,7 +48,8 @@ class BamSinkTest : public ::testing::Test {
     {
       absl::StatusOr<std::unique_ptr<RecordSink>> sink = OpenBamSink(*header, fd, out(), options);
       status = sink.status();
-      for (size_t i = 0; status.ok() && i < records.size(); ++i) status = (*sink)->Write(records[i]);
+      for (size_t i = 0; status.ok() && i < records.size(); ++i)
+        status = (*sink)->Write(records[i]);
       if (status.ok()) status = (*sink)->Finish();
     }
     ::close(fd);
@@ -92,16 +93,14 @@ TEST_F(BamSinkTest, IndexIsTheOneSamtoolsMakes) {
   options.index_path = dir_.File("out.bam.csi");
   options.index_name = options.index_path;
   ASSERT_TRUE(Write("@SQ\tSN:chr1\tLN:100000\n", records, options).ok());
-  ASSERT_EQ(testing::RunCommand("samtools index -c " + out() + " " + dir_.File("ref.csi"))
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      testing::RunCommand("samtools index -c " + out() + " " + dir_.File("ref.csi")).exit_code, 0);
   EXPECT_TRUE(testing::ReadFileOrDie(dir_.File("out.bam.csi")) ==
               testing::ReadFileOrDie(dir_.File("ref.csi")));
 }
 
 TEST_F(BamSinkTest, ReferenceTooLongForBamIsRefused) {
-  EXPECT_EQ(Write("@SQ\tSN:chr1\tLN:3000000000\n", {}).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Write("@SQ\tSN:chr1\tLN:3000000000\n", {}).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

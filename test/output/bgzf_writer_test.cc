@@ -122,7 +122,8 @@ TEST(BgzfWriter, WriteErrorIsReportedWithName) {
   ASSERT_EQ(::pipe(fds), 0);
   ::close(fds[0]);  // Nobody reads: writes fail with EPIPE (SIGPIPE ignored below).
   signal(SIGPIPE, SIG_IGN);
-  absl::StatusOr<std::unique_ptr<BgzfWriter>> writer = BgzfWriter::Create(fds[1], "pipe-out", WriterOptions(6, 2));
+  absl::StatusOr<std::unique_ptr<BgzfWriter>> writer =
+      BgzfWriter::Create(fds[1], "pipe-out", WriterOptions(6, 2));
   ASSERT_TRUE(writer.ok());
   absl::Status status;
   const std::string chunk = RandomBytes(100000, 1, 256);

@@ -19,7 +19,8 @@ using ::rocksort::testing::ScratchDir;
 TEST(OutputFileTest, UncommittedOutputIsRemoved) {
   ScratchDir dir;
   {
-    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(dir.File("o.bam"), nullptr);
+    absl::StatusOr<std::unique_ptr<OutputFile>> out =
+        OutputFile::Create(dir.File("o.bam"), nullptr);
     ASSERT_TRUE(out.ok());
     ASSERT_EQ(::write((*out)->fd(), "x", 1), 1);
     EXPECT_EQ(dir.List().size(), 1u);
@@ -45,7 +46,7 @@ TEST(OutputFileTest, SymlinkKeepsTheLinkAndReplacesItsTarget) {
   absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(link, nullptr);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_FALSE((*out)->is_stream());
-  EXPECT_EQ((*out)->name(), link);  // Messages name what the user gave.
+  EXPECT_EQ((*out)->name(), link);   // Messages name what the user gave.
   EXPECT_EQ(dir.List().size(), 2u);  // real/ and link.bam: the partial is in real/.
   ASSERT_EQ(::write((*out)->fd(), "new", 3), 3);
   ASSERT_TRUE((*out)->Finish().ok());

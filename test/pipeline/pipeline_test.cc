@@ -19,8 +19,9 @@ using ::rocksort::testing::ScratchDir;
 // A SAM with `n` records at colliding positions on three references plus
 // unmapped reads, in scrambled order.
 std::string MakeSam(int n) {
-  std::string sam = "@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:c1\tLN:100000\n@SQ\tSN:c2\tLN:100000\n"
-                    "@SQ\tSN:c3\tLN:100000\n@RG\tID:rg1\tSM:s\n";
+  std::string sam =
+      "@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:c1\tLN:100000\n@SQ\tSN:c2\tLN:100000\n"
+      "@SQ\tSN:c3\tLN:100000\n@RG\tID:rg1\tSM:s\n";
   uint64_t x = 88172645463325252ULL;
   for (int i = 0; i < n; ++i) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -78,8 +79,8 @@ TEST_F(PipelineTest, TinyMemoryFlushesManyRunsAndMergesThemDown) {
   const std::string expected = SamtoolsSort(in);
   SortOptions o = Options(in, dir_.File("out.bam"));
   o.memory_per_thread = 1 << 20;  // 256 KiB memtables: dozens of runs.
-  o.size_hint = 0;                 // No background compaction: all merging is MergeDown's.
-  o.disk = DiskKind::kHdd;  // Deterministic K, whatever the machine.
+  o.size_hint = 0;                // No background compaction: all merging is MergeDown's.
+  o.disk = DiskKind::kHdd;        // Deterministic K, whatever the machine.
   SortReport report;
   const absl::Status s = RunSort(o, nullptr, nullptr, {}, &report);
   ASSERT_TRUE(s.ok()) << s;
@@ -105,9 +106,8 @@ TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
   // Every run compression: merges while loading and after it, then the
   // final merge, all read and write them.
   std::map<store::RunCompression, uint64_t> flushed;
-  for (store::RunCompression c :
-       {store::RunCompression::kLz4, store::RunCompression::kSnappy,
-        store::RunCompression::kZstd, store::RunCompression::kNone}) {
+  for (store::RunCompression c : {store::RunCompression::kLz4, store::RunCompression::kSnappy,
+                                  store::RunCompression::kZstd, store::RunCompression::kNone}) {
     o.run_compression = c;
     SortReport report;
     const absl::Status s = RunSort(o, nullptr, nullptr, {}, &report);
@@ -119,10 +119,8 @@ TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
   }
   // The compression asked for is the one used: zstd's runs are smaller,
   // uncompressed ones larger.
-  EXPECT_LT(flushed[store::RunCompression::kZstd],
-            flushed[store::RunCompression::kLz4] * 9 / 10);
-  EXPECT_GT(flushed[store::RunCompression::kNone],
-            flushed[store::RunCompression::kLz4] * 11 / 10);
+  EXPECT_LT(flushed[store::RunCompression::kZstd], flushed[store::RunCompression::kLz4] * 9 / 10);
+  EXPECT_GT(flushed[store::RunCompression::kNone], flushed[store::RunCompression::kLz4] * 11 / 10);
 }
 
 TEST_F(PipelineTest, CorruptInputLeavesNoOutputAndNoTempData) {
@@ -139,7 +137,8 @@ TEST_F(PipelineTest, CancellationLeavesNoOutputAndNoTempData) {
   const std::string in = dir_.File("in.sam");
   testing::WriteFileOrDie(in, MakeSam(1000));
   std::atomic<bool> cancelled{true};
-  const absl::Status s = RunSort(Options(in, dir_.File("out.bam")), &cancelled, nullptr, {}, nullptr);
+  const absl::Status s =
+      RunSort(Options(in, dir_.File("out.bam")), &cancelled, nullptr, {}, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
   EXPECT_EQ(dir_.List(), std::vector<std::string>{"in.sam"});
 }

@@ -24,9 +24,9 @@ BamPtr MakeRecord(const std::string& name, uint16_t flag, int32_t tid, int64_t p
                   const std::string& aux = "") {
   BamPtr b(bam_init1());
   std::string qual(seq.size(), 30);
-  const int r = bam_set1(b.get(), name.size(), name.c_str(), flag, tid, pos, 60, cigar.size(),
-                         cigar.data(), -1, -1, 0, seq.size(), seq.c_str(), qual.c_str(),
-                         aux.size());
+  const int r =
+      bam_set1(b.get(), name.size(), name.c_str(), flag, tid, pos, 60, cigar.size(), cigar.data(),
+               -1, -1, 0, seq.size(), seq.c_str(), qual.c_str(), aux.size());
   EXPECT_GE(r, 0);
   if (!aux.empty()) {
     std::memcpy(b->data + b->l_data, aux.data(), aux.size());

@@ -10,11 +10,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
-#include "store/temp_db_internal.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/listener.h"
 #include "rocksdb/options.h"
+#include "store/temp_db_internal.h"
 #include "test_util.h"
 
 namespace rocksort::store {
@@ -110,7 +110,8 @@ TEST(BackgroundMergerTest, MergesTheOldestFreshRunsAndLeavesNoneBehind) {
       }
     }
     EXPECT_LT(runs.size() - first_fresh, static_cast<size_t>(options.min_width));
-    EXPECT_LE(first_fresh, static_cast<size_t>((kRuns + options.min_width - 1) / options.min_width));
+    EXPECT_LE(first_fresh,
+              static_cast<size_t>((kRuns + options.min_width - 1) / options.min_width));
     // Nothing lost, nothing doubled.
     EXPECT_EQ(CountKeys(temp->db(), lane), kRuns * kKeysPerRun);
   }
@@ -187,17 +188,15 @@ TEST(MergeRunsTest, ARunningMergeStopsWhenBackgroundWorkIsCancelled) {
   for (int run = 0; run < 4; ++run) FlushRun(temp->db(), lane, run, &rng);
 
   listener->Arm(temp->db());
-  const absl::StatusOr<rocksdb::CompactionJobInfo> stopped =
-      MergeRuns(temp->db(), lane, SortedRuns(temp->db(), lane), {0, 4},
-                rocksdb::kLZ4Compression, "merging");
+  const absl::StatusOr<rocksdb::CompactionJobInfo> stopped = MergeRuns(
+      temp->db(), lane, SortedRuns(temp->db(), lane), {0, 4}, rocksdb::kLZ4Compression, "merging");
   EXPECT_EQ(listener->begun(), 1);
   EXPECT_TRUE(absl::IsCancelled(stopped.status())) << stopped.status();
   EXPECT_EQ(SortedRuns(temp->db(), lane).size(), 4u);
   EXPECT_EQ(CountKeys(temp->db(), lane), 4 * kKeysPerRun);
   // And no merge starts after it.
-  const absl::StatusOr<rocksdb::CompactionJobInfo> refused =
-      MergeRuns(temp->db(), lane, SortedRuns(temp->db(), lane), {0, 2},
-                rocksdb::kLZ4Compression, "merging");
+  const absl::StatusOr<rocksdb::CompactionJobInfo> refused = MergeRuns(
+      temp->db(), lane, SortedRuns(temp->db(), lane), {0, 2}, rocksdb::kLZ4Compression, "merging");
   EXPECT_TRUE(absl::IsCancelled(refused.status())) << refused.status();
   EXPECT_EQ(listener->begun(), 1);
 }

@@ -71,9 +71,9 @@ TEST(MergePlan, NothingToDoWithinTheLimit) {
 // runs; the plan 677 MB.
 TEST(MergePlan, LeavesMergedRunsAloneWhereItCan) {
   const std::vector<uint64_t> lane = {
-      7,  7,  7,  7, 7, 7,  7,  7,  7,  7, 7, 7,  71, 71, 7,  71, 7, 7, 71, 7, 7, 7, 71,
-      71, 7,  71, 71, 7, 7, 7,  71, 7,  71, 71, 7, 7, 71, 7,  71, 7, 7, 7,  7, 7, 7, 7,
-      7,  7,  7,  7,  7, 7, 71, 7,  7,  71, 7, 71, 7, 7,  71, 7,  7, 7, 7,  7, 7, 7, 7};
+      7,  7, 7,  7,  7, 7, 7,  7,  7, 7,  7,  7,  71, 71, 7,  71, 7, 7, 71, 7, 7, 7, 71,
+      71, 7, 71, 71, 7, 7, 7,  71, 7, 71, 71, 7,  7,  71, 7,  71, 7, 7, 7,  7, 7, 7, 7,
+      7,  7, 7,  7,  7, 7, 71, 7,  7, 71, 7,  71, 7,  7,  71, 7,  7, 7, 7,  7, 7, 7, 7};
   const std::vector<MergeWindow> plan = PlanMergeDown(lane, 22, 30);
   EXPECT_EQ(CheckedCost(lane, plan, 22, 30), 677u);
 }

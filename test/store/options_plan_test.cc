@@ -80,9 +80,10 @@ TEST(OptionsPlan, FinalMergeFitsItsMemoryAndThePageCache) {
         in.allow_compaction = compaction;
         const SortPlan plan = MakePlan(in);
         const uint64_t k = static_cast<uint64_t>(plan.max_final_runs);
-        EXPECT_LE(k * plan.run_resident_bytes, std::max(plan.merge_budget, 2 * plan.run_resident_bytes));
-        EXPECT_LE(k * (plan.min_chunk + plan.lead), std::max<uint64_t>(plan.page_cache_budget,
-                  2 * (plan.min_chunk + plan.lead)));
+        EXPECT_LE(k * plan.run_resident_bytes,
+                  std::max(plan.merge_budget, 2 * plan.run_resident_bytes));
+        EXPECT_LE(k * (plan.min_chunk + plan.lead),
+                  std::max<uint64_t>(plan.page_cache_budget, 2 * (plan.min_chunk + plan.lead)));
         EXPECT_EQ(plan.merge_budget, std::max(budget / 4 * 3, 4 * kMiB));
         // Whatever the number of runs, the chunks stay within the bounds and
         // the runs' chunks within the page cache budget.
@@ -118,7 +119,8 @@ TEST(OptionsPlan, ChunksAreWholeDeviceRequests) {
   EXPECT_EQ(plan.max_chunk, 2 * in.request_bytes);
   for (int runs : {1, 3, 100, 300}) {
     const uint64_t chunk = FinalReadahead(plan, runs).chunk;
-    EXPECT_TRUE(chunk <= in.request_bytes || chunk % in.request_bytes == 0) << runs << ": " << chunk;
+    EXPECT_TRUE(chunk <= in.request_bytes || chunk % in.request_bytes == 0)
+        << runs << ": " << chunk;
   }
 }
 
@@ -231,8 +233,9 @@ TEST(OptionsPlan, MergesFitTheirMemory) {
       EXPECT_LE(static_cast<uint64_t>(plan.merge_max_fan_in) * plan.background_merges *
                     plan.run_resident_bytes,
                 std::max(compaction_memory, 2 * plan.run_resident_bytes * plan.background_merges));
-      EXPECT_LE(static_cast<uint64_t>(plan.merge_down_fan_in) * plan.lanes * plan.run_resident_bytes,
-                std::max(plan.post_load_memory, 2 * plan.run_resident_bytes * plan.lanes));
+      EXPECT_LE(
+          static_cast<uint64_t>(plan.merge_down_fan_in) * plan.lanes * plan.run_resident_bytes,
+          std::max(plan.post_load_memory, 2 * plan.run_resident_bytes * plan.lanes));
       EXPECT_GE(plan.merge_down_readahead.chunk, plan.min_chunk);
       EXPECT_LE(plan.merge_down_readahead.chunk, plan.max_chunk);
     }
@@ -256,7 +259,7 @@ TEST(OptionsPlan, WholeRequests) {
   EXPECT_EQ(WholeRequests(5 * request / 2 + 1, request, /*nearest=*/true), 3 * request);
   EXPECT_EQ(WholeRequests(request + 1, request, /*nearest=*/true), request);
   EXPECT_EQ(WholeRequests(request / 2, request, /*nearest=*/true), request / 2);  // Fits one.
-  EXPECT_EQ(WholeRequests(5 * kMiB, 0, /*nearest=*/true), 5 * kMiB);             // Unknown.
+  EXPECT_EQ(WholeRequests(5 * kMiB, 0, /*nearest=*/true), 5 * kMiB);              // Unknown.
 }
 
 TEST(OptionsPlan, TinyBudgetStillMergesManyRunsAtOnce) {
@@ -324,7 +327,6 @@ TEST(AllocatorTest, MemtableArenaBlocksStayBelowTheHeapBlockLimitAtEveryBudget) 
     EXPECT_LT(plan.options.arena_block_size, kHeapBlockLimit) << "budget " << budget;
   }
 }
-
 
 }  // namespace
 }  // namespace rocksort::store

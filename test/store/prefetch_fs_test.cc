@@ -78,7 +78,8 @@ class PrefetchFsTest : public ::testing::Test {
   void Read(uint64_t offset, size_t n) {
     std::vector<char> scratch(n);
     rocksdb::Slice result;
-    ASSERT_TRUE(file_->Read(offset, n, rocksdb::IOOptions(), &result, scratch.data(), nullptr).ok());
+    ASSERT_TRUE(
+        file_->Read(offset, n, rocksdb::IOOptions(), &result, scratch.data(), nullptr).ok());
     ASSERT_EQ(result.size(), n);
   }
 
@@ -130,8 +131,9 @@ TEST_F(PrefetchFsTest, OnlyTableFilesAreReadAhead) {
   fs_->SetReadahead(1 * kMiB, 256 * kKiB);
   std::vector<char> scratch(64 * kKiB);
   rocksdb::Slice result;
-  ASSERT_TRUE(manifest->Read(0, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(),
-                             nullptr).ok());
+  ASSERT_TRUE(
+      manifest->Read(0, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(), nullptr)
+          .ok());
   EXPECT_EQ(fs_->prefetched_bytes(), 0u);
 }
 

@@ -32,8 +32,13 @@ class RunMemTableTest : public ::testing::Test {
   // others, zero bytes, and long keys equal in their first 16 bytes.
   std::vector<std::string> Keys() {
     std::mt19937_64 rng(7);
-    std::vector<std::string> keys = {"", "a", std::string("a\0", 2), std::string("a\0\0", 3),
-                                     "ab", std::string(16, 'x'), std::string(16, 'x') + "a",
+    std::vector<std::string> keys = {"",
+                                     "a",
+                                     std::string("a\0", 2),
+                                     std::string("a\0\0", 3),
+                                     "ab",
+                                     std::string(16, 'x'),
+                                     std::string(16, 'x') + "a",
                                      std::string(16, 'x') + std::string(1, '\0')};
     for (int i = 0; i < 3000; ++i) {
       std::string k(rng() % 24, '\0');

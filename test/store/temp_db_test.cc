@@ -90,8 +90,8 @@ TEST(TempDbTest, MissingParentDirectoryIsAnErrorNamingIt) {
 
 // Logs `message` at `level` through RocksDB's leveled entry point into a
 // logger at `logger_level`, and returns the lines it passed on.
-std::vector<std::string> LogThrough(rocksdb::InfoLogLevel logger_level,
-                                    rocksdb::InfoLogLevel level, const std::string& message) {
+std::vector<std::string> LogThrough(rocksdb::InfoLogLevel logger_level, rocksdb::InfoLogLevel level,
+                                    const std::string& message) {
   std::vector<std::string> lines;
   CallbackLogger logger(logger_level, [&](const std::string& line) { lines.push_back(line); });
   rocksdb::Log(level, std::shared_ptr<rocksdb::Logger>(&logger, [](rocksdb::Logger*) {}), "%s",
@@ -109,8 +109,7 @@ TEST(CallbackLoggerTest, PassesOneLineAtOrAboveItsLevelAndDropsTheRest) {
   EXPECT_EQ(LogThrough(InfoLogLevel::WARN_LEVEL, InfoLogLevel::INFO_LEVEL, "flushed"), Lines{});
   // The options dump on open comes as header lines, above every level.
   EXPECT_EQ(LogThrough(InfoLogLevel::WARN_LEVEL, InfoLogLevel::HEADER_LEVEL, "Options"), Lines{});
-  EXPECT_EQ(LogThrough(InfoLogLevel::NUM_INFO_LOG_LEVELS, InfoLogLevel::FATAL_LEVEL, "x"),
-            Lines{});
+  EXPECT_EQ(LogThrough(InfoLogLevel::NUM_INFO_LOG_LEVELS, InfoLogLevel::FATAL_LEVEL, "x"), Lines{});
   const Lines cut =
       LogThrough(InfoLogLevel::WARN_LEVEL, InfoLogLevel::WARN_LEVEL, std::string(5000, 'x'));
   ASSERT_EQ(cut.size(), 1u);

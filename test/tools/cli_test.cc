@@ -22,9 +22,8 @@ absl::StatusOr<Command> Parse(std::vector<std::string> args, bool tty = false) {
 }
 
 TEST(ParseCommandLine, SamtoolsStyleFlags) {
-  absl::StatusOr<Command> c =
-      Parse({"-@", "4", "-m", "1G", "-l", "3", "-T", "/tmp/x", "-s", "512G", "--no-PG", "-o",
-             "out.bam", "in.bam"});
+  absl::StatusOr<Command> c = Parse({"-@", "4", "-m", "1G", "-l", "3", "-T", "/tmp/x", "-s", "512G",
+                                     "--no-PG", "-o", "out.bam", "in.bam"});
   ASSERT_TRUE(c.ok()) << c.status();
   const pipeline::SortOptions& o = c->sort;
   EXPECT_EQ(o.threads, 4);
@@ -102,9 +101,8 @@ TEST(ParseCommandLine, WriteIndexIsDroppedWithAWarningForOtherOrders) {
 }
 
 TEST(ParseCommandLine, MinimiserOptionsAreRefusedWithTheReason) {
-  for (const std::vector<std::string>& flags :
-       std::vector<std::vector<std::string>>{{"-M"}, {"-R"}, {"-H"}, {"-K", "20"}, {"-w", "100"},
-                                             {"-I", "ref.fa"}}) {
+  for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
+           {"-M"}, {"-R"}, {"-H"}, {"-K", "20"}, {"-w", "100"}, {"-I", "ref.fa"}}) {
     std::vector<std::string> args = flags;
     args.push_back("in.bam");
     const absl::StatusOr<Command> c = Parse(args);
@@ -145,8 +143,8 @@ TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
 }
 
 TEST(ParseCommandLine, SamtoolsLongSpellings) {
-  absl::StatusOr<Command> c =
-      Parse({"--threads", "3", "-O", "bam", "--output-fmt", "BAM", "--reference", "r.fa", "in.cram"});
+  absl::StatusOr<Command> c = Parse(
+      {"--threads", "3", "-O", "bam", "--output-fmt", "BAM", "--reference", "r.fa", "in.cram"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->sort.threads, 3);
   EXPECT_EQ(c->sort.reference, "r.fa");
@@ -282,7 +280,7 @@ TEST(ParseCommandLine, WriteIndexAndSamtoolsIndexNames) {
   EXPECT_EQ(c->sort.index_output, "out.bai");
   c = Parse({"--write-index", "in.bam", "out.bam"});
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->sort.index_output, "");  // OUT.csi.
+  EXPECT_EQ(c->sort.index_output, "");                    // OUT.csi.
   EXPECT_FALSE(Parse({"--write-index", "in.bam"}).ok());  // stdout.
   EXPECT_FALSE(Parse({"-o", "out.bam##idx##", "in.bam"}).ok());
   EXPECT_FALSE(Parse({"-o", "##idx##x.bai", "in.bam"}).ok());
@@ -351,8 +349,8 @@ TEST(RocksortBinary, MisuseGoesToStderrWithExitOne) {
 
 TEST(RocksortBinary, MissingInputNamesTheFile) {
   testing::ScratchDir dir;
-  const testing::CommandResult r =
-      RunCommand(testing::RocksortBinary() + " -o " + dir.File("o.bam") + " " + dir.File("nope.bam"));
+  const testing::CommandResult r = RunCommand(testing::RocksortBinary() + " -o " +
+                                              dir.File("o.bam") + " " + dir.File("nope.bam"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.stderr_text.find("nope.bam"), std::string::npos) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("No such file"), std::string::npos) << r.stderr_text;

@@ -98,9 +98,9 @@ void Mutex::LockWhen(const Condition& cond) {
 }
 bool Mutex::LockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
   __tsan_mutex_pre_lock(this, 0);
-  const bool met = ROCKSORT_REAL(AwaitWithTimeoutFn,
-                                 "19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
-      this, cond, timeout);
+  const bool met =
+      ROCKSORT_REAL(AwaitWithTimeoutFn, "19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
+          this, cond, timeout);
   __tsan_mutex_post_lock(this, 0, 0);
   return met;
 }
@@ -139,9 +139,9 @@ bool Mutex::AwaitWithTimeout(const Condition& cond, absl::Duration timeout) {
   __tsan_mutex_pre_unlock(this, 0);
   __tsan_mutex_post_unlock(this, 0);
   __tsan_mutex_pre_lock(this, 0);
-  const bool met = ROCKSORT_REAL(AwaitWithTimeoutFn,
-                                 "16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
-      this, cond, timeout);
+  const bool met =
+      ROCKSORT_REAL(AwaitWithTimeoutFn, "16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
+          this, cond, timeout);
   __tsan_mutex_post_lock(this, 0, 0);
   return met;
 }

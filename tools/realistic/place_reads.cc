@@ -79,10 +79,9 @@ constexpr int64_t kHumanLengths[kNumHumanContigs] = {
     101991189, 90338345,  83257441,  80373285,  58617616,  64444167,  46709983,
     50818468,  156040895, 57227415,  16569};
 constexpr const char* kHumanNames[kNumHumanContigs] = {
-    "chr1",  "chr2",  "chr3",  "chr4",  "chr5",  "chr6",  "chr7",
-    "chr8",  "chr9",  "chr10", "chr11", "chr12", "chr13", "chr14",
-    "chr15", "chr16", "chr17", "chr18", "chr19", "chr20", "chr21",
-    "chr22", "chrX",  "chrY",  "chrM"};
+    "chr1",  "chr2",  "chr3",  "chr4",  "chr5",  "chr6",  "chr7",  "chr8",  "chr9",
+    "chr10", "chr11", "chr12", "chr13", "chr14", "chr15", "chr16", "chr17", "chr18",
+    "chr19", "chr20", "chr21", "chr22", "chrX",  "chrY",  "chrM"};
 
 // A template whose records cannot be placed after this many draws spans more
 // than any contig can hold (never the case for bacterial inputs: the longest
@@ -124,8 +123,7 @@ class Rng {
   }
   // Uniform in [0, n) by multiply-shift (bias < n / 2^64). REQUIRES: n > 0.
   uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >>
-                                 64);
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
   }
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
 
@@ -182,34 +180,32 @@ struct Options {
 
 void PrintUsage(FILE* out) {
   const Options d;
-  absl::FPrintF(
-      out,
-      "Usage: %s [options] [IN.sam|IN.bam|-]\n"
-      "\n"
-      "Places the templates of an aligner's output (records of a template\n"
-      "consecutive, as bwa mem writes them) at random positions of a GRCh38\n"
-      "header, renames them Illumina-style and writes an unsorted BAM.\n"
-      "The output depends only on the input, --seed and --unmapped-frac.\n"
-      "\n"
-      "Input/output:\n"
-      "  IN                    input SAM/BAM/CRAM, '-' for stdin [%s]\n"
-      "  -o FILE               output BAM, '-' for stdout [%s]\n"
-      "  -@, --threads INT     extra htslib threads for decoding and\n"
-      "                        compression [%d]\n"
-      "\n"
-      "Content:\n"
-      "      --seed INT        random seed [%d]\n"
-      "      --unmapped-frac F fraction of templates that end up as unmapped\n"
-      "                        pairs, the aligner's own included [%g]\n"
-      "\n"
-      "  -h, --help            print this help and exit\n",
-      kProgramName, d.input, d.output, d.threads, d.seed, d.unmapped_frac);
+  absl::FPrintF(out,
+                "Usage: %s [options] [IN.sam|IN.bam|-]\n"
+                "\n"
+                "Places the templates of an aligner's output (records of a template\n"
+                "consecutive, as bwa mem writes them) at random positions of a GRCh38\n"
+                "header, renames them Illumina-style and writes an unsorted BAM.\n"
+                "The output depends only on the input, --seed and --unmapped-frac.\n"
+                "\n"
+                "Input/output:\n"
+                "  IN                    input SAM/BAM/CRAM, '-' for stdin [%s]\n"
+                "  -o FILE               output BAM, '-' for stdout [%s]\n"
+                "  -@, --threads INT     extra htslib threads for decoding and\n"
+                "                        compression [%d]\n"
+                "\n"
+                "Content:\n"
+                "      --seed INT        random seed [%d]\n"
+                "      --unmapped-frac F fraction of templates that end up as unmapped\n"
+                "                        pairs, the aligner's own included [%g]\n"
+                "\n"
+                "  -h, --help            print this help and exit\n",
+                kProgramName, d.input, d.output, d.threads, d.seed, d.unmapped_frac);
 }
 
 enum class ParseResult { kRun, kHelp, kMisuse };
 
-ParseResult ParseOptions(int argc, char** argv, Options* opts,
-                         std::string* error) {
+ParseResult ParseOptions(int argc, char** argv, Options* opts, std::string* error) {
   enum { kOptSeed = 1000, kOptUnmappedFrac };
   static const struct option kLong[] = {
       {"threads", required_argument, nullptr, '@'},
@@ -228,10 +224,9 @@ ParseResult ParseOptions(int argc, char** argv, Options* opts,
       case '@': {
         const char* end = arg + std::strlen(arg);
         auto [ptr, ec] = std::from_chars(arg, end, opts->threads);
-        if (ptr == arg || ptr != end || ec != std::errc() ||
-            opts->threads < 0 || opts->threads > 1024) {
-          *error = absl::StrCat("-@: expected an integer in 0..1024, got \"",
-                                arg, "\"");
+        if (ptr == arg || ptr != end || ec != std::errc() || opts->threads < 0 ||
+            opts->threads > 1024) {
+          *error = absl::StrCat("-@: expected an integer in 0..1024, got \"", arg, "\"");
           return ParseResult::kMisuse;
         }
         break;
@@ -240,9 +235,8 @@ ParseResult ParseOptions(int argc, char** argv, Options* opts,
         const char* end = arg + std::strlen(arg);
         auto [ptr, ec] = std::from_chars(arg, end, opts->seed);
         if (ptr == arg || ptr != end || ec != std::errc()) {
-          *error = absl::StrCat(
-              "--seed: expected a non-negative 64-bit integer, got \"", arg,
-              "\"");
+          *error =
+              absl::StrCat("--seed: expected a non-negative 64-bit integer, got \"", arg, "\"");
           return ParseResult::kMisuse;
         }
         break;
@@ -251,10 +245,8 @@ ParseResult ParseOptions(int argc, char** argv, Options* opts,
         char* end = nullptr;
         errno = 0;
         const double f = std::strtod(arg, &end);
-        if (end == arg || *end != '\0' || errno != 0 || !(f >= 0.0) ||
-            !(f <= 1.0)) {
-          *error = absl::StrCat(
-              "--unmapped-frac: expected a number in 0..1, got \"", arg, "\"");
+        if (end == arg || *end != '\0' || errno != 0 || !(f >= 0.0) || !(f <= 1.0)) {
+          *error = absl::StrCat("--unmapped-frac: expected a number in 0..1, got \"", arg, "\"");
           return ParseResult::kMisuse;
         }
         opts->unmapped_frac = f;
@@ -298,15 +290,12 @@ class HumanGenome {
   // [start, start + span) fits, drawing again while it does not. Contigs with
   // avoid[tid] set are drawn again too, unless all of them are set.
   // Returns false if no fitting place was found in kMaxPlacementDraws draws.
-  bool Place(Rng& rng, int64_t span, const bool* avoid, int* tid,
-             int64_t* start) const {
-    const bool all_avoided =
-        std::all_of(avoid, avoid + kNumHumanContigs, [](bool b) { return b; });
+  bool Place(Rng& rng, int64_t span, const bool* avoid, int* tid, int64_t* start) const {
+    const bool all_avoided = std::all_of(avoid, avoid + kNumHumanContigs, [](bool b) { return b; });
     for (int draw = 0; draw < kMaxPlacementDraws; ++draw) {
       const int64_t g = static_cast<int64_t>(rng.Below(total_));
-      const int t = static_cast<int>(
-          std::upper_bound(starts_, starts_ + kNumHumanContigs, g) - starts_ -
-          1);
+      const int t =
+          static_cast<int>(std::upper_bound(starts_, starts_ + kNumHumanContigs, g) - starts_ - 1);
       const int64_t p = g - starts_[t];
       if (p + span > kHumanLengths[t]) continue;  // would run off the end
       if (avoid[t] && !all_avoided) continue;
@@ -351,8 +340,7 @@ class IlluminaNamer {
     // Tiles: surface 1..2, swath 1..2, tile 01..78.
     const int surface = 1 + tile_index_ / (2 * kTilesPerSwath);
     const int swath = 1 + (tile_index_ / kTilesPerSwath) % 2;
-    const int tile =
-        surface * 1000 + swath * 100 + 1 + tile_index_ % kTilesPerSwath;
+    const int tile = surface * 1000 + swath * 100 + 1 + tile_index_ % kTilesPerSwath;
     name_ = absl::StrFormat("%s:%d:%d:%d:%d", kNamePrefix, lane_, tile, x_, y_);
     return name_;
   }
@@ -411,8 +399,7 @@ int64_t CigarTextRefLength(std::string_view cigar) {
 constexpr char kComplementOfNt16[] = "=TGKCYSBAWRDMHVN";
 
 // Splits `text` at `sep` into *out (empty pieces included).
-void Split(std::string_view text, char sep,
-           std::vector<std::string_view>* out) {
+void Split(std::string_view text, char sep, std::vector<std::string_view>* out) {
   out->clear();
   for (;;) {
     const size_t at = text.find(sep);
@@ -423,8 +410,7 @@ void Split(std::string_view text, char sep,
 }
 
 bool ParseInt64(std::string_view text, int64_t* out) {
-  auto [ptr, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), *out);
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
   return ec == std::errc() && ptr == text.data() + text.size();
 }
 
@@ -432,8 +418,7 @@ bool ParseInt64(std::string_view text, int64_t* out) {
 // Not thread-safe; one instance per run.
 class Placer {
  public:
-  Placer(const Options& opts, htsFile* in, sam_hdr_t* in_hdr, htsFile* out,
-         sam_hdr_t* out_hdr)
+  Placer(const Options& opts, htsFile* in, sam_hdr_t* in_hdr, htsFile* out, sam_hdr_t* out_hdr)
       : opts_(opts),
         in_(in),
         in_hdr_(in_hdr),
@@ -458,14 +443,13 @@ class Placer {
       if (pool_.size() == n) pool_.push_back(NewRecord());
       const int r = sam_read1(in_, in_hdr_, pool_[n].get());
       if (r < -1) {
-        return absl::DataLossError(absl::StrFormat(
-            "%s: record %d: cannot parse (truncated or corrupt input)",
-            opts_.input, stats_.records_in + 1));
+        return absl::DataLossError(
+            absl::StrFormat("%s: record %d: cannot parse (truncated or corrupt input)", opts_.input,
+                            stats_.records_in + 1));
       }
       if (r == -1) break;
       ++stats_.records_in;
-      if (n > 0 && std::strcmp(bam_get_qname(pool_[0].get()),
-                               bam_get_qname(pool_[n].get())) != 0) {
+      if (n > 0 && std::strcmp(bam_get_qname(pool_[0].get()), bam_get_qname(pool_[n].get())) != 0) {
         PLACE_RETURN_IF_ERROR(ProcessTemplate(n, first));
         std::swap(pool_[0], pool_[n]);
         first += n;
@@ -491,9 +475,7 @@ class Placer {
     int64_t end = 0;
   };
 
-  static int Segment(const bam1_t* b) {
-    return (b->core.flag & BAM_FREAD2) ? 1 : 0;
-  }
+  static int Segment(const bam1_t* b) { return (b->core.flag & BAM_FREAD2) ? 1 : 0; }
   static bool IsPrimary(const bam1_t* b) {
     return (b->core.flag & (BAM_FSECONDARY | BAM_FSUPPLEMENTARY)) == 0;
   }
@@ -522,20 +504,20 @@ class Placer {
       if (!IsPrimary(b)) continue;
       int& slot = primary[Segment(b)];
       if (slot >= 0) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: record %d (read \"%s\"): a second primary record for the "
-            "same read; the records of a template must be consecutive and "
-            "names unique (as bwa mem writes them)",
-            opts_.input, first_record_number_ + i + 1, qname));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: record %d (read \"%s\"): a second primary record for the "
+                            "same read; the records of a template must be consecutive and "
+                            "names unique (as bwa mem writes them)",
+                            opts_.input, first_record_number_ + i + 1, qname));
       }
       slot = static_cast<int>(i);
     }
     if (paired && (primary[0] < 0 || primary[1] < 0)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: record %d (read \"%s\"): the mate's primary record is not next "
-          "to it; the records of a template must be consecutive (as bwa mem "
-          "writes them)",
-          opts_.input, first_record_number_ + 1, qname));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: record %d (read \"%s\"): the mate's primary record is not next "
+                          "to it; the records of a template must be consecutive (as bwa mem "
+                          "writes them)",
+                          opts_.input, first_record_number_ + 1, qname));
     }
 
     ++stats_.templates;
@@ -548,11 +530,10 @@ class Placer {
     if (paired && !aligner_unmapped && opts_.unmapped_frac > 0) {
       // Shortfall of unmapped pairs against the target, this template
       // included; see kUnmappedControlWindow.
-      const double unmapped_so_far = static_cast<double>(
-          stats_.aligner_unmapped_pairs + stats_.made_unmapped_pairs);
+      const double unmapped_so_far =
+          static_cast<double>(stats_.aligner_unmapped_pairs + stats_.made_unmapped_pairs);
       const double shortfall =
-          opts_.unmapped_frac * static_cast<double>(stats_.templates) -
-          unmapped_so_far;
+          opts_.unmapped_frac * static_cast<double>(stats_.templates) - unmapped_so_far;
       const double p = opts_.unmapped_frac + shortfall / kUnmappedControlWindow;
       make_unmapped = unmapped_rng_.Uniform() < p;
     }
@@ -569,9 +550,9 @@ class Placer {
     for (size_t i = 0; i < n; ++i) {
       bam1_t* b = pool_[i].get();
       if (bam_set_qname(b, name.c_str()) < 0) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "%s: record %d (read \"%s\"): out of memory renaming it",
-            opts_.input, first_record_number_ + i + 1, qname));
+        return absl::ResourceExhaustedError(
+            absl::StrFormat("%s: record %d (read \"%s\"): out of memory renaming it", opts_.input,
+                            first_record_number_ + i + 1, qname));
       }
       PLACE_RETURN_IF_ERROR(RewriteTag(b, "SA", i, qname, &has_sa));
       PLACE_RETURN_IF_ERROR(RewriteTag(b, "XA", i, qname, &has_xa));
@@ -604,13 +585,12 @@ class Placer {
     for (size_t i = 0; i < n; ++i) {
       const bam1_t* b = pool_[i].get();
       if (b->core.tid >= n_in_contigs_ || b->core.mtid >= n_in_contigs_) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: record %d (read \"%s\"): reference id out of range",
-            opts_.input, first_record_number_ + i + 1, bam_get_qname(b)));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: record %d (read \"%s\"): reference id out of range", opts_.input,
+                            first_record_number_ + i + 1, bam_get_qname(b)));
       }
       if (b->core.tid >= 0 && b->core.pos >= 0) {
-        extend(b->core.tid, b->core.pos,
-               std::max(bam_endpos(b), b->core.pos + 1));
+        extend(b->core.tid, b->core.pos, std::max(bam_endpos(b), b->core.pos + 1));
       }
       if (b->core.mtid >= 0 && b->core.mpos >= 0) {
         extend(b->core.mtid, b->core.mpos, b->core.mpos + 1);
@@ -622,14 +602,12 @@ class Placer {
       const Span& s = span_[tid];
       int new_tid = 0;
       int64_t start = 0;
-      if (!genome_.Place(placement_rng_, s.end - s.begin, used, &new_tid,
-                         &start)) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: record %d (read \"%s\"): the template spans %d bases of %s, "
-            "more than fits on a GRCh38 contig",
-            opts_.input, first_record_number_ + 1,
-            bam_get_qname(pool_[0].get()), s.end - s.begin,
-            sam_hdr_tid2name(in_hdr_, tid)));
+      if (!genome_.Place(placement_rng_, s.end - s.begin, used, &new_tid, &start)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: record %d (read \"%s\"): the template spans %d bases of %s, "
+                            "more than fits on a GRCh38 contig",
+                            opts_.input, first_record_number_ + 1, bam_get_qname(pool_[0].get()),
+                            s.end - s.begin, sam_hdr_tid2name(in_hdr_, tid)));
       }
       used[new_tid] = true;
       Translation& t = map_[tid];
@@ -659,15 +637,14 @@ class Placer {
   // The translation of input contig `tid` for this template; one is drawn
   // (so that [pos, pos + ref_length) lands on a random place) if no record
   // of the template sits there.
-  absl::Status TranslationFor(int tid, int64_t pos, int64_t ref_length,
-                              const Translation** out) {
+  absl::Status TranslationFor(int tid, int64_t pos, int64_t ref_length, const Translation** out) {
     Translation& t = map_[tid];
     if (t.stamp != serial_) {
       bool avoid[kNumHumanContigs] = {};
       int new_tid = 0;
       int64_t start = 0;
-      if (!genome_.Place(placement_rng_, std::max<int64_t>(ref_length, 1),
-                         avoid, &new_tid, &start)) {
+      if (!genome_.Place(placement_rng_, std::max<int64_t>(ref_length, 1), avoid, &new_tid,
+                         &start)) {
         return absl::InvalidArgumentError(
             absl::StrFormat("an alignment of %d bases does not fit on any "
                             "GRCh38 contig",
@@ -685,15 +662,15 @@ class Placer {
   // pool_[i] (already translated) through the template's mapping.
   //   SA:Z:rname,pos,strand,CIGAR,mapQ,NM;...
   //   XA:Z:rname,[+-]pos,CIGAR,NM;...
-  absl::Status RewriteTag(bam1_t* b, const char tag[2], size_t i,
-                          const std::string& qname, bool* seen) {
+  absl::Status RewriteTag(bam1_t* b, const char tag[2], size_t i, const std::string& qname,
+                          bool* seen) {
     const uint8_t* data = bam_aux_get(b, tag);
     if (data == nullptr) return absl::OkStatus();
     const bool is_sa = tag[0] == 'S';
     auto fail = [&](const std::string& why) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: record %d (read \"%s\"): %s tag: %s", opts_.input,
-          first_record_number_ + i + 1, qname, tag, why));
+      return absl::InvalidArgumentError(absl::StrFormat("%s: record %d (read \"%s\"): %s tag: %s",
+                                                        opts_.input, first_record_number_ + i + 1,
+                                                        qname, tag, why));
     };
     if (*data != 'Z') return fail("not of type Z");
     *seen = true;
@@ -736,8 +713,7 @@ class Placer {
       // Clamp so the alignment lies inside its new contig.
       const int64_t length = HumanGenome::Length(t->tid);
       const int64_t last_start = std::max<int64_t>(1, length - ref_length + 1);
-      const int64_t new_pos1 =
-          std::clamp<int64_t>(pos1 + t->offset, 1, last_start);
+      const int64_t new_pos1 = std::clamp<int64_t>(pos1 + t->offset, 1, last_start);
       tag_out_ += kHumanNames[t->tid];
       tag_out_ += ',';
       if (sign != 0) tag_out_ += sign;
@@ -749,8 +725,7 @@ class Placer {
       tag_out_ += ';';
     }
     // bam_aux_update_str keeps the tag where it is.
-    if (bam_aux_update_str(b, tag, static_cast<int>(tag_out_.size()),
-                           tag_out_.c_str()) < 0) {
+    if (bam_aux_update_str(b, tag, static_cast<int>(tag_out_.size()), tag_out_.c_str()) < 0) {
       return fail("cannot update it (out of memory?)");
     }
     return absl::OkStatus();
@@ -759,8 +734,7 @@ class Placer {
   // Writes read 1 and read 2 of the template as an unmapped pair, as bwa mem
   // writes one: flags 77/141, no position, CIGAR or mate, the sequence and
   // qualities as sequenced, AS:i:0 XS:i:0 and the read group.
-  absl::Status WriteUnmappedPair(const int primary[2],
-                                 const std::string& name) {
+  absl::Status WriteUnmappedPair(const int primary[2], const std::string& name) {
     for (int seg = 0; seg < 2; ++seg) {
       const bam1_t* src = pool_[primary[seg]].get();
       const int len = src->core.l_qseq;
@@ -777,31 +751,26 @@ class Placer {
       }
       const uint8_t* rg = bam_aux_get(src, "RG");
       std::string rg_value;
-      if (rg != nullptr && *rg == 'Z')
-        rg_value = reinterpret_cast<const char*>(rg + 1);
+      if (rg != nullptr && *rg == 'Z') rg_value = reinterpret_cast<const char*>(rg + 1);
       bam1_t* b = made_[seg].get();
-      const uint16_t flag = BAM_FPAIRED | BAM_FUNMAP | BAM_FMUNMAP |
-                            (seg == 0 ? BAM_FREAD1 : BAM_FREAD2);
+      const uint16_t flag =
+          BAM_FPAIRED | BAM_FUNMAP | BAM_FMUNMAP | (seg == 0 ? BAM_FREAD1 : BAM_FREAD2);
       const bool have_qual = len > 0 && q[0] != 0xff;
-      if (bam_set1(b, name.size(), name.c_str(), flag, -1, -1, 0, 0, nullptr,
-                   -1, -1, 0, len, seq_.data(),
-                   have_qual ? qual_.data() : nullptr,
-                   16 + rg_value.size()) < 0) {
+      if (bam_set1(b, name.size(), name.c_str(), flag, -1, -1, 0, 0, nullptr, -1, -1, 0, len,
+                   seq_.data(), have_qual ? qual_.data() : nullptr, 16 + rg_value.size()) < 0) {
         return absl::ResourceExhaustedError(absl::StrFormat(
-            "%s: record %d (read \"%s\"): cannot build the unmapped record",
-            opts_.input, first_record_number_ + primary[seg] + 1,
-            bam_get_qname(src)));
+            "%s: record %d (read \"%s\"): cannot build the unmapped record", opts_.input,
+            first_record_number_ + primary[seg] + 1, bam_get_qname(src)));
       }
       const uint8_t zero = 0;
       if (bam_aux_append(b, "AS", 'C', 1, &zero) < 0 ||
           bam_aux_append(b, "XS", 'C', 1, &zero) < 0 ||
           (rg != nullptr &&
            bam_aux_append(b, "RG", 'Z', static_cast<int>(rg_value.size() + 1),
-                          reinterpret_cast<const uint8_t*>(rg_value.c_str())) <
-               0)) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "%s: record %d (read \"%s\"): cannot add tags", opts_.input,
-            first_record_number_ + primary[seg] + 1, bam_get_qname(src)));
+                          reinterpret_cast<const uint8_t*>(rg_value.c_str())) < 0)) {
+        return absl::ResourceExhaustedError(
+            absl::StrFormat("%s: record %d (read \"%s\"): cannot add tags", opts_.input,
+                            first_record_number_ + primary[seg] + 1, bam_get_qname(src)));
       }
       PLACE_RETURN_IF_ERROR(Write(b));
     }
@@ -812,15 +781,13 @@ class Placer {
     errno = 0;
     if (sam_write1(out_, out_hdr_, b) < 0) {
       return absl::DataLossError(absl::StrFormat(
-          "%s: cannot write record %d (read \"%s\"): %s", opts_.output,
-          stats_.records_out + 1, bam_get_qname(b),
-          errno != 0 ? std::strerror(errno) : "write error"));
+          "%s: cannot write record %d (read \"%s\"): %s", opts_.output, stats_.records_out + 1,
+          bam_get_qname(b), errno != 0 ? std::strerror(errno) : "write error"));
     }
     ++stats_.records_out;
     // As in a BAM file: block_size (4 bytes) + 32-byte core + variable data
     // without the NULs htslib adds in memory to align the CIGAR.
-    stats_.bytes_uncompressed +=
-        4 + 32 + static_cast<uint64_t>(b->l_data - b->core.l_extranul);
+    stats_.bytes_uncompressed += 4 + 32 + static_cast<uint64_t>(b->l_data - b->core.l_extranul);
     return absl::OkStatus();
   }
 
@@ -858,12 +825,10 @@ class Placer {
 
 // The output header: @HD, the GRCh38 @SQ lines, the input's @RG and @PG
 // lines in their order, and our @PG (chained to the input's last one).
-absl::Status BuildHeader(const Options& opts, sam_hdr_t* in_hdr,
-                         HeaderPtr* out) {
+absl::Status BuildHeader(const Options& opts, sam_hdr_t* in_hdr, HeaderPtr* out) {
   std::string text = "@HD\tVN:1.6\tSO:unsorted\tGO:query\n";
   for (int i = 0; i < kNumHumanContigs; ++i) {
-    text += absl::StrFormat("@SQ\tSN:%s\tLN:%d\n", kHumanNames[i],
-                            kHumanLengths[i]);
+    text += absl::StrFormat("@SQ\tSN:%s\tLN:%d\n", kHumanNames[i], kHumanLengths[i]);
   }
   const char* in_text = sam_hdr_str(in_hdr);
   std::vector<std::string_view> lines;
@@ -877,15 +842,13 @@ absl::Status BuildHeader(const Options& opts, sam_hdr_t* in_hdr,
   HeaderPtr h(sam_hdr_parse(text.size(), text.c_str()));
   if (h == nullptr) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: cannot build the output header from the input's @RG/@PG lines",
-        opts.input));
+        "%s: cannot build the output header from the input's @RG/@PG lines", opts.input));
   }
   // Only the options that change the records: paths and -@ do not.
-  const std::string cl =
-      absl::StrFormat("%s --seed %d --unmapped-frac %g", kProgramName,
-                      opts.seed, opts.unmapped_frac);
-  if (sam_hdr_add_pg(h.get(), kProgramName, "PN", kProgramName, "VN", kVersion,
-                     "CL", cl.c_str(), nullptr) < 0) {
+  const std::string cl = absl::StrFormat("%s --seed %d --unmapped-frac %g", kProgramName, opts.seed,
+                                         opts.unmapped_frac);
+  if (sam_hdr_add_pg(h.get(), kProgramName, "PN", kProgramName, "VN", kVersion, "CL", cl.c_str(),
+                     nullptr) < 0) {
     return absl::InternalError("cannot add the @PG line to the header");
   }
   *out = std::move(h);
@@ -909,17 +872,15 @@ absl::Status Run(const Options& opts, Stats* stats, bool* created) {
   // Declared after the pool: the files must be closed before it is destroyed.
   HtsFilePtr in(sam_open(opts.input.c_str(), "r"));
   if (in == nullptr) {
-    return absl::NotFoundError(absl::StrFormat(
-        "can't open \"%s\": %s", opts.input, std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrFormat("can't open \"%s\": %s", opts.input, std::strerror(errno)));
   }
   if (tp.pool != nullptr && hts_set_thread_pool(in.get(), &tp) < 0) {
-    return absl::InternalError(
-        absl::StrFormat("%s: cannot attach the thread pool", opts.input));
+    return absl::InternalError(absl::StrFormat("%s: cannot attach the thread pool", opts.input));
   }
   HeaderPtr in_hdr(sam_hdr_read(in.get()));
   if (in_hdr == nullptr) {
-    return absl::DataLossError(
-        absl::StrFormat("%s: cannot read the header", opts.input));
+    return absl::DataLossError(absl::StrFormat("%s: cannot read the header", opts.input));
   }
   if (sam_hdr_nref(in_hdr.get()) == 0) {
     return absl::InvalidArgumentError(
@@ -930,17 +891,15 @@ absl::Status Run(const Options& opts, Stats* stats, bool* created) {
 
   HtsFilePtr out(sam_open(opts.output.c_str(), "wb"));
   if (out == nullptr) {
-    return absl::NotFoundError(absl::StrFormat(
-        "can't create \"%s\": %s", opts.output, std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrFormat("can't create \"%s\": %s", opts.output, std::strerror(errno)));
   }
   *created = opts.output != "-";
   if (tp.pool != nullptr && hts_set_thread_pool(out.get(), &tp) < 0) {
-    return absl::InternalError(
-        absl::StrFormat("%s: cannot attach the thread pool", opts.output));
+    return absl::InternalError(absl::StrFormat("%s: cannot attach the thread pool", opts.output));
   }
   if (sam_hdr_write(out.get(), out_hdr.get()) < 0) {
-    return absl::DataLossError(
-        absl::StrFormat("%s: cannot write the header", opts.output));
+    return absl::DataLossError(absl::StrFormat("%s: cannot write the header", opts.output));
   }
   Placer placer(opts, in.get(), in_hdr.get(), out.get(), out_hdr.get());
   PLACE_RETURN_IF_ERROR(placer.Run());
@@ -948,17 +907,14 @@ absl::Status Run(const Options& opts, Stats* stats, bool* created) {
   // A failed close is a failed run: the last blocks and the EOF marker are
   // written there.
   if (hts_close(out.release()) < 0) {
-    return absl::DataLossError(
-        absl::StrFormat("%s: error finishing the output: %s", opts.output,
-                        errno != 0 ? std::strerror(errno) : "write error"));
+    return absl::DataLossError(absl::StrFormat("%s: error finishing the output: %s", opts.output,
+                                               errno != 0 ? std::strerror(errno) : "write error"));
   }
   return absl::OkStatus();
 }
 
 double Percent(uint64_t part, uint64_t whole) {
-  return whole == 0
-             ? 0.0
-             : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
 
 void PrintStats(const Stats& s, double seconds) {
@@ -966,28 +922,23 @@ void PrintStats(const Stats& s, double seconds) {
   absl::FPrintF(stderr,
                 "%s: %d records (%d in), %d templates, %d bytes of BAM "
                 "records uncompressed, in %.1f s\n",
-                kProgramName, s.records_out, s.records_in, s.templates,
-                s.bytes_uncompressed, seconds);
-  absl::FPrintF(
-      stderr,
-      "%s: unmapped pairs %.3f%% of templates (%.3f%% from the aligner, "
-      "%.3f%% made); one mate unmapped %.3f%%; on >1 input contig %.3f%%\n",
-      kProgramName, Percent(unmapped, s.templates),
-      Percent(s.aligner_unmapped_pairs, s.templates),
-      Percent(s.made_unmapped_pairs, s.templates),
-      Percent(s.one_mate_unmapped, s.templates),
-      Percent(s.multi_contig, s.templates));
+                kProgramName, s.records_out, s.records_in, s.templates, s.bytes_uncompressed,
+                seconds);
+  absl::FPrintF(stderr,
+                "%s: unmapped pairs %.3f%% of templates (%.3f%% from the aligner, "
+                "%.3f%% made); one mate unmapped %.3f%%; on >1 input contig %.3f%%\n",
+                kProgramName, Percent(unmapped, s.templates),
+                Percent(s.aligner_unmapped_pairs, s.templates),
+                Percent(s.made_unmapped_pairs, s.templates),
+                Percent(s.one_mate_unmapped, s.templates), Percent(s.multi_contig, s.templates));
   absl::FPrintF(
       stderr,
       "%s: supplementary %.3f%% of records, secondary %.3f%%; XA on %.3f%% "
       "of records (%.3f%% of templates), SA on %.3f%% of records (%.3f%% of "
       "templates)\n",
-      kProgramName, Percent(s.supplementary, s.records_out),
-      Percent(s.secondary, s.records_out),
-      Percent(s.records_with_xa, s.records_out),
-      Percent(s.templates_with_xa, s.templates),
-      Percent(s.records_with_sa, s.records_out),
-      Percent(s.templates_with_sa, s.templates));
+      kProgramName, Percent(s.supplementary, s.records_out), Percent(s.secondary, s.records_out),
+      Percent(s.records_with_xa, s.records_out), Percent(s.templates_with_xa, s.templates),
+      Percent(s.records_with_sa, s.records_out), Percent(s.templates_with_sa, s.templates));
 }
 
 int Main(int argc, char** argv) {
@@ -1015,9 +966,8 @@ int Main(int argc, char** argv) {
     if (created) std::remove(opts.output.c_str());
     return EXIT_FAILURE;
   }
-  PrintStats(stats, std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count());
+  PrintStats(stats,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return EXIT_SUCCESS;
 }
 
