@@ -40,14 +40,13 @@ std::string SortReport::ToText() const {
       "rocksort: %d records, %d bytes uncompressed (planned with %d: %s), %d bytes written\n"
       "rocksort: runs flushed %d (%d bytes), compactions %d (%d bytes, write amplification "
       "%.2f), runs after loading %s, intermediate merges %d (%d bytes), runs at final merge %d "
-      "(+%d in memory, readahead %d KiB), peak temp %d bytes\n"
+      "(readahead %d KiB), peak temp %d bytes\n"
       "rocksort: load %.2f s, merge %.2f s, emit %.2f s\n",
       records, record_bytes, size_hint, size_hint_source, output_bytes, s.runs_flushed,
       s.flush_bytes, s.compactions, s.compaction_bytes, s.write_amplification(),
       absl::StrJoin(s.runs_after_load_per_lane, "+"), s.intermediate_merges,
-      s.intermediate_merge_bytes, s.runs_merged(), s.memtables_at_final_merge,
-      s.final_readahead / 1024, s.peak_temp_bytes, phase_seconds(Phase::kLoad),
-      phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit));
+      s.intermediate_merge_bytes, s.runs_merged(), s.final_readahead / 1024, s.peak_temp_bytes,
+      phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit));
   // How busy each kind of thread was: CPU seconds, and per thread the share
   // of the phase's wall time.
   for (const PhaseReport& p : phases) {
@@ -96,7 +95,6 @@ std::string SortReport::ToJson() const {
       "  \"intermediate_merges\": %d,\n  \"intermediate_merge_bytes\": %d,\n"
       "  \"runs_at_final_merge\": %d,\n"
       "  \"runs_at_final_merge_per_lane\": [%s],\n"
-      "  \"memtables_at_final_merge\": %d,\n"
       "  \"final_readahead_bytes\": %d,\n  \"peak_temp_bytes\": %d,\n"
       "  \"load_seconds\": %.3f,\n  \"merge_seconds\": %.3f,\n  \"emit_seconds\": %.3f,\n"
       "  \"phases\": [\n%s\n  ],\n"
@@ -108,7 +106,7 @@ std::string SortReport::ToJson() const {
       s.runs_flushed, s.flush_bytes, s.compactions, s.compaction_bytes, s.write_amplification(),
       absl::StrJoin(s.runs_after_load_per_lane, ", "), s.intermediate_merges,
       s.intermediate_merge_bytes, s.runs_merged(), absl::StrJoin(s.runs_merged_per_lane, ", "),
-      s.memtables_at_final_merge, s.final_readahead, s.peak_temp_bytes, phase_seconds(Phase::kLoad),
+      s.final_readahead, s.peak_temp_bytes, phase_seconds(Phase::kLoad),
       phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit), absl::StrJoin(phase_items, ",\n"),
       wall_seconds, cpu_seconds, peak_rss_bytes);
 }

@@ -1,11 +1,9 @@
 #include "store/run_memtable_internal.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <memory>
 #include <new>
-#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -97,9 +95,8 @@ void SortItems(const MemTableRep::KeyComparator& compare, std::vector<Item>* ite
 
 class RunMemTableRep : public MemTableRep {
  public:
-  RunMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator,
-                 std::shared_ptr<const std::atomic<bool>> writes_finished)
-      : MemTableRep(allocator), compare_(compare), writes_finished_(std::move(writes_finished)) {}
+  RunMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator)
+      : MemTableRep(allocator), compare_(compare) {}
 
   ~RunMemTableRep() override = default;
 
@@ -109,8 +106,6 @@ class RunMemTableRep : public MemTableRep {
   void Insert(rocksdb::KeyHandle handle) override {
     const Item item = MakeItem(static_cast<const char*>(handle));
     absl::MutexLock lock(&mu_);
-    // A write after FinishWrites would land behind a sorted prefix.
-    assert(sorted_ == nullptr);
     if (entries_.size() == entries_.capacity()) {
       // Grow by half: the capacity counts against write_buffer_size, and
       // with doubling up to half of the array could be unused when the
@@ -146,7 +141,7 @@ class RunMemTableRep : public MemTableRep {
     std::shared_ptr<const std::vector<Item>> sorted;
     {
       absl::MutexLock lock(&mu_);
-      if (read_only_ || writes_finished_->load(std::memory_order_acquire)) {
+      if (read_only_) {
         if (sorted_ == nullptr) {
           // Sort once, in place; later iterators share the result.
           SortItems(compare_, &entries_);
@@ -262,7 +257,6 @@ class RunMemTableRep : public MemTableRep {
   };
 
   const KeyComparator& compare_;
-  const std::shared_ptr<const std::atomic<bool>> writes_finished_;
   mutable absl::Mutex mu_;
   std::vector<Item> entries_ ABSL_GUARDED_BY(mu_);
   bool read_only_ ABSL_GUARDED_BY(mu_) = false;
@@ -276,7 +270,7 @@ class RunMemTableRep : public MemTableRep {
 rocksdb::MemTableRep* RunMemTableFactory::CreateMemTableRep(
     const rocksdb::MemTableRep::KeyComparator& compare, rocksdb::Allocator* allocator,
     const rocksdb::SliceTransform* /*prefix_extractor*/, rocksdb::Logger* /*logger*/) {
-  return new RunMemTableRep(compare, allocator, writes_finished_);
+  return new RunMemTableRep(compare, allocator);
 }
 
 }  // namespace rocksort::store

@@ -16,20 +16,10 @@
 // Why it matters: in profiles the comparator-driven sort was ~8% of all CPU
 // of a sort; see docs/benchmarks.md for the measured difference.
 //
-// When loading ends, the last memtables need not be flushed: the final
-// merge may read them where they are (TempStore::FinishLoading). After
-// FinishWrites no memtable of the factory takes another entry, so the first
-// iterator over a memtable still open for writes sorts it in place too (it
-// would otherwise sort a copy of the items, memory beyond the budget).
-//
 // Thread-safety: one writer (allow_concurrent_memtable_write must be false,
-// as the factory reports), any number of concurrent iterators. FinishWrites
-// may be called from any thread once the last write returned.
+// as the factory reports), any number of concurrent iterators.
 #ifndef ROCKSORT_STORE_RUN_MEMTABLE_INTERNAL_H_
 #define ROCKSORT_STORE_RUN_MEMTABLE_INTERNAL_H_
-
-#include <atomic>
-#include <memory>
 
 #include "rocksdb/memtablerep.h"
 
@@ -46,15 +36,6 @@ class RunMemTableFactory : public rocksdb::MemTableRepFactory {
                                           const rocksdb::SliceTransform* prefix_extractor,
                                           rocksdb::Logger* logger) override;
   bool IsInsertConcurrentlySupported() const override { return false; }
-
-  // No memtable of this factory takes another entry: iterators may sort the
-  // open ones in place.
-  void FinishWrites() { writes_finished_->store(true, std::memory_order_release); }
-
- private:
-  // Shared with the memtables, which may outlive the factory.
-  const std::shared_ptr<std::atomic<bool>> writes_finished_ =
-      std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace rocksort::store

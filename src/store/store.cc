@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,7 +37,6 @@
 #include "store/options_plan_internal.h"
 #include "store/prefetch_fs_internal.h"
 #include "store/rocksdb_log_internal.h"
-#include "store/run_memtable_internal.h"
 #include "store/temp_db_internal.h"
 
 namespace rocksort::store {
@@ -266,9 +264,6 @@ class TempStore::Impl {
     input.request_bytes = options_.request_bytes;
     input.open_files = options_.open_files;
     plan_ = MakePlan(input);
-    // The store's own factory: it tells the memtables when loading is over.
-    memtables_ = std::make_shared<RunMemTableFactory>();
-    plan_.options.memtable_factory = memtables_;
     // RocksDB reads runs a block at a time; the prefetch file system reads
     // them ahead in the page cache, as the plan says for each kind of merge.
     prefetch_fs_ = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(),
@@ -369,32 +364,11 @@ class TempStore::Impl {
     rocksdb::DB* const db = this->db();
     stop_merges_ = std::make_unique<CancelWatch>(
         options_.cancelled, [db] { rocksdb::CancelAllBackgroundWork(db, /*wait=*/false); });
-    // Let the running merge finish.
+    // Let the running merge finish, flush the last memtables so their
+    // memory is free for the merges after loading, then settle the runs.
     stats_->Detach();
     RETURN_IF_ERROR(merger_->Stop());
     if (cancelled()) return absl::CancelledError("interrupted while merging runs");
-    // Where the final merge can read every run as it is, the memtables stay
-    // where they are and it reads them from memory: the open ones are never
-    // written nor read back, and it need not wait for the flushes under way
-    // (they end in the background). At a large -m that is up to the whole
-    // budget of records, and the final merge starts at once. Otherwise all
-    // are flushed, so that their memory is free for the merges after
-    // loading.
-    const std::vector<int> runs = RunsPerLane(db, lanes());
-    const std::vector<int> memtables = MemtablesPerLane();
-    bool keep = true;
-    for (size_t i = 0; i < runs.size(); ++i) {
-      keep = keep && runs[i] + memtables[i] <= plan_.max_final_runs_per_lane;
-    }
-    if (keep) {
-      report_.runs_after_load_per_lane = runs;
-      report_.runs_merged_per_lane = runs;
-      report_.memtables_at_final_merge = std::accumulate(memtables.begin(), memtables.end(), 0);
-      memtables_->FinishWrites();
-      final_readahead_ = FinalReadahead(plan_, report_.runs_merged());
-      report_.final_readahead = final_readahead_.chunk;
-      return absl::OkStatus();
-    }
     rocksdb::FlushOptions flush;
     flush.wait = true;
     flush.allow_write_stall = true;
@@ -463,20 +437,6 @@ class TempStore::Impl {
     if (options_.log) options_.log(line);
   }
 
-  // Per lane, the memtables holding records: the sealed ones not yet
-  // flushed (or being flushed) and the open one unless it is empty.
-  std::vector<int> MemtablesPerLane() {
-    std::vector<int> memtables;
-    for (rocksdb::ColumnFamilyHandle* lane : lanes()) {
-      uint64_t entries = 0;
-      uint64_t sealed = 0;
-      db()->GetIntProperty(lane, rocksdb::DB::Properties::kNumEntriesActiveMemTable, &entries);
-      db()->GetIntProperty(lane, rocksdb::DB::Properties::kNumImmutableMemTable, &sealed);
-      memtables.push_back(static_cast<int>(sealed) + (entries > 0 ? 1 : 0));
-    }
-    return memtables;
-  }
-
   // Called from the loader's and the merges' threads.
   void SampleTempBytes() {
     const uint64_t total = sst_files_->GetTotalSize();
@@ -530,8 +490,7 @@ class TempStore::Impl {
   // A notice when the filesystem under the directory has less free space
   // than the sort may need (ExpectedScratchPeak).
   void WarnIfShortOfSpace() const {
-    // Data that fits in one memtable is never written (FinishLoading).
-    if (options_.size_hint <= plan_.options.write_buffer_size) return;
+    if (options_.size_hint == 0) return;
     struct statvfs fs;
     if (::statvfs(dir().c_str(), &fs) != 0) return;
     const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
@@ -555,7 +514,6 @@ class TempStore::Impl {
   StoreReport report_;
   std::shared_ptr<DbStatsListener> stats_;
   std::shared_ptr<rocksdb::SstFileManager> sst_files_;
-  std::shared_ptr<RunMemTableFactory> memtables_;
   std::unique_ptr<TempDb> temp_;
   // Declared after temp_: the merger and the watch stop before the DB closes.
   std::unique_ptr<BackgroundMerger> merger_;

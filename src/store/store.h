@@ -102,12 +102,8 @@ struct StoreReport {
   uint64_t intermediate_merge_bytes = 0;  // Bytes they wrote (part of compaction_bytes).
   std::vector<int> runs_after_load_per_lane;
   std::vector<int> runs_merged_per_lane;  // Runs read by the final merge, per lane.
-  // Memtables the final merge read from memory (the final merge could read
-  // every run as loading left it): the open ones are never flushed, the
-  // sealed ones finish their flush in the background.
-  int memtables_at_final_merge = 0;
-  size_t final_readahead = 0;    // Per run, bytes.
-  uint64_t peak_temp_bytes = 0;  // Largest total size of the runs seen.
+  size_t final_readahead = 0;             // Per run, bytes.
+  uint64_t peak_temp_bytes = 0;           // Largest total size of the runs seen.
 
   int runs_merged() const {
     return std::accumulate(runs_merged_per_lane.begin(), runs_merged_per_lane.end(), 0);

@@ -1,7 +1,5 @@
 #include "store/run_memtable_internal.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <memory>
 #include <random>
@@ -163,56 +161,6 @@ TEST(RunMemTableRepTest, ReportsTheMemoryItsFlushSortUses) {
   EXPECT_EQ(rep->ApproximateMemoryUsage(), reported);  // Sorted in place.
 }
 
-// When loading ends the final merge may read memtables still open for
-// writes. Before FinishWrites an iterator over one sorts a copy of its items
-// (writes may follow); after it, the items themselves, in place: no memory
-// beyond what the rep reported, which the budget counts.
-TEST(RunMemTableRepTest, AfterFinishWritesAnOpenMemtableSortsInPlace) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "mallinfo2 does not see AddressSanitizer's allocator";
-#endif
-  RunMemTableFactory factory;
-  UserKeyOrder order;
-  std::unique_ptr<rocksdb::MemTableRep> rep(
-      factory.CreateMemTableRep(order, /*allocator=*/nullptr, nullptr, nullptr));
-  constexpr int kEntries = 20000;
-  std::mt19937_64 rng(3);
-  std::vector<std::string> entries(kEntries);
-  for (std::string& e : entries) {
-    e = std::string(1, static_cast<char>(24));
-    for (int i = 0; i < 16; ++i) e.push_back(static_cast<char>(rng()));
-    e.append(8, '\0');
-    rep->Insert(const_cast<char*>(e.data()));
-  }
-  const auto allocated = [] {
-    const struct mallinfo2 m = mallinfo2();
-    return static_cast<int64_t>(m.uordblks + m.hblkhd);  // Heap and mmap'd blocks.
-  };
-  const auto count_sorted = [&](rocksdb::MemTableRep::Iterator* it) {
-    int count = 0;
-    const char* previous = nullptr;
-    for (it->SeekToFirst(); it->Valid(); it->Next(), ++count) {
-      if (previous != nullptr) {
-        EXPECT_LT(order(previous, it->key()), 0);
-      }
-      previous = it->key();
-    }
-    return count;
-  };
-  constexpr int64_t kItems = kEntries * (16 + sizeof(const char*));
-  int64_t before = allocated();
-  std::unique_ptr<rocksdb::MemTableRep::Iterator> copy(rep->GetIterator(nullptr));
-  EXPECT_GE(allocated() - before, kItems);
-  EXPECT_EQ(count_sorted(copy.get()), kEntries);
-  copy.reset();
-
-  factory.FinishWrites();
-  before = allocated();
-  std::unique_ptr<rocksdb::MemTableRep::Iterator> in_place(rep->GetIterator(nullptr));
-  EXPECT_LT(allocated() - before, kItems / 10);
-  EXPECT_EQ(count_sorted(in_place.get()), kEntries);
-}
-
 // Read names lead the keys of name orders: every key of a memtable may
 // share its first 16 bytes and more. The sort then orders by the bytes
 // after what all keys share, and must still give the comparator's order
@@ -247,9 +195,7 @@ TEST(RunMemTableRepTest, KeysSharingALongPrefixSortByWhatFollowsIt) {
   int count = 0;
   const char* previous = nullptr;
   for (it->SeekToFirst(); it->Valid(); it->Next(), ++count) {
-    if (previous != nullptr) {
-      EXPECT_LE(order(previous, it->key()), 0);
-    }
+    if (previous != nullptr) EXPECT_LE(order(previous, it->key()), 0);
     previous = it->key();
   }
   EXPECT_EQ(count, kEntries);

@@ -90,40 +90,6 @@ TEST(TempStoreTest, ReadsBackEveryRecordInKeyOrderAcrossLanesAndRuns) {
   EXPECT_TRUE(dir.List().empty());
 }
 
-// The final merge reads every run as loading left it: the memtables still
-// open are never flushed, and it reads them from memory.
-TEST(TempStoreTest, OpenMemtablesAreReadFromMemoryWhenTheFinalMergeReadsEveryRun) {
-  ScratchDir dir;
-  absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(SmallStore(dir));
-  ASSERT_TRUE(store.ok()) << store.status();
-  std::vector<std::string> keys = Fill(**store, 30000, 200);
-  ASSERT_TRUE((*store)->FinishLoading().ok());
-  const StoreReport report = (*store)->report();
-  // Per lane at most the open memtable and one sealed one being flushed.
-  EXPECT_GE(report.memtables_at_final_merge, 1);
-  EXPECT_LE(report.memtables_at_final_merge, 4);
-  EXPECT_EQ(report.intermediate_merges, 0);
-  EXPECT_GE(report.runs_flushed, report.runs_merged());
-  EXPECT_LE(report.runs_flushed, report.runs_merged() + report.memtables_at_final_merge);
-  std::sort(keys.begin(), keys.end());
-  EXPECT_EQ(ReadBack(**store), keys);
-}
-
-TEST(TempStoreTest, DataThatFitsInMemoryIsNeverWritten) {
-  ScratchDir dir;
-  absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(SmallStore(dir));
-  ASSERT_TRUE(store.ok()) << store.status();
-  std::vector<std::string> keys = Fill(**store, 500, 100);
-  ASSERT_TRUE((*store)->FinishLoading().ok());
-  const StoreReport report = (*store)->report();
-  EXPECT_EQ(report.runs_flushed, 0);
-  EXPECT_EQ(report.runs_merged(), 0);
-  // Lanes take turns by run: no run was cut, so one lane holds them all.
-  EXPECT_EQ(report.memtables_at_final_merge, 1);
-  std::sort(keys.begin(), keys.end());
-  EXPECT_EQ(ReadBack(**store), keys);
-}
-
 TEST(TempStoreTest, TinyMemoryMergesDownToWhatTheFinalMergeReads) {
   ScratchDir dir;
   StoreOptions options = SmallStore(dir);
@@ -131,7 +97,7 @@ TEST(TempStoreTest, TinyMemoryMergesDownToWhatTheFinalMergeReads) {
   absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(options);
   ASSERT_TRUE(store.ok()) << store.status();
   // ~170 runs of 480 KiB: more than the final merge reads (two blocks per
-  // run within the 4 MiB floor of its memory: 32).
+  // run within the 16 MiB floor of its memory).
   std::vector<std::string> keys = Fill(**store, 450000, 500);
   ASSERT_TRUE((*store)->FinishLoading().ok());
   const StoreReport report = (*store)->report();
