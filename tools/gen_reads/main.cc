@@ -24,8 +24,8 @@
 // header size and can move the stopping point by a few pairs; the records
 // themselves are the same up to that point.
 //
-// This tool links only htslib; it does not use the rocksort libraries or
-// abseil, hence the local Status class.
+// Besides htslib it links only rocksort_common, for the size parser that
+// rocksort -m uses; its errors are a minimal local Status.
 //
 // Files: options.{h,cc} (the command line), reference.{h,cc} (the random
 // genome), read_simulator.{h,cc} (qualities and alignments), writer.{h,cc}

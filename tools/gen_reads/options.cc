@@ -14,7 +14,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
 #include "common.h"
+#include "common/size.h"
 
 namespace rocksort {
 namespace gen_reads {
@@ -44,41 +46,14 @@ Status ParseIntInRange(std::string_view flag, const char* text, int min, int max
   return Status::Ok();
 }
 
-// Integer with an optional K/M/G suffix (powers of 1024, like samtools -m).
-Status ParseSize(std::string_view flag, const char* text, uint64_t* out) {
-  const char* end = text + std::strlen(text);
-  uint64_t value = 0;
-  auto [ptr, ec] = std::from_chars(text, end, value);
-  int shift = 0;
-  if (ptr != text && ec == std::errc() && ptr + 1 == end) {
-    switch (*ptr) {
-      case 'k':
-      case 'K':
-        shift = 10;
-        ++ptr;
-        break;
-      case 'm':
-      case 'M':
-        shift = 20;
-        ++ptr;
-        break;
-      case 'g':
-      case 'G':
-        shift = 30;
-        ++ptr;
-        break;
-      default:
-        break;
-    }
+// A size as rocksort -m reads it (common/size.h): a number with an optional
+// K, M, G or T suffix, powers of 1024.
+Status ParseSizeOption(std::string_view flag, const char* text, uint64_t* out) {
+  const absl::StatusOr<uint64_t> size = ParseSize(text);
+  if (!size.ok()) {
+    return Status::Error(std::string(flag) + ": " + std::string(size.status().message()));
   }
-  if (ptr == text || ptr != end || ec != std::errc() ||
-      value > (std::numeric_limits<uint64_t>::max() >> shift)) {
-    return Status::Error(std::string(flag) +
-                         ": expected an integer with an optional K/M/G "
-                         "suffix, got \"" +
-                         text + "\"");
-  }
-  *out = value << shift;
+  *out = *size;
   return Status::Ok();
 }
 
@@ -152,8 +127,8 @@ void PrintUsage(FILE* out) {
                "\n"
                "  -h, --help            print this help and exit\n"
                "\n"
-               "SIZE is an integer with an optional K, M or G suffix (powers of 1024,\n"
-               "as in samtools).\n",
+               "SIZE is a number with an optional K, M, G or T suffix (powers of\n"
+               "1024, as in samtools): 1536K, 1.5M.\n",
                kProgramName, d.threads, d.seed, kMaxReadLength, d.read_length, d.refs,
                kMinRefLength, d.genome_length >> 20, d.unmapped_frac, d.tie_frac, kEdgeRepeats,
                kLongReadLength, 2 * kManyOpsPairs, kHugeArrayElements, kHugeStringLength,
@@ -199,7 +174,7 @@ ParseResult ParseOptions(int argc, char** argv, Options* opts, std::string* erro
       case 'h':
         return ParseResult::kHelp;
       case kOptTargetBytes:
-        s = ParseSize("--target-bytes", optarg, &opts->target_bytes);
+        s = ParseSizeOption("--target-bytes", optarg, &opts->target_bytes);
         opts->have_target = true;
         break;
       case kOptSeed:
@@ -212,7 +187,7 @@ ParseResult ParseOptions(int argc, char** argv, Options* opts, std::string* erro
         s = ParseIntInRange("--refs", optarg, 1, 1000000, &opts->refs);
         break;
       case kOptGenomeLength:
-        s = ParseSize("--genome-length", optarg, &opts->genome_length);
+        s = ParseSizeOption("--genome-length", optarg, &opts->genome_length);
         break;
       // One mate unmapped plus a quarter as many fully unmapped pairs must
       // fit in one pair's probability mass.
