@@ -219,10 +219,14 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
       options.input == "-" ? DiskDetection{} : DetectDiskKind(options.input);
   const std::string thread_name = ThreadName();
   SetThreadName("rs-decode");
-  absl::StatusOr<std::unique_ptr<loader::Input>> opened = loader::Input::Open(
-      options.input, threads,
-      loader::InputReadaheadChunk(input_disk.request_bytes, input_disk.max_read_bytes),
-      options.reference);
+  loader::InputOptions input_options;
+  input_options.threads = threads;
+  input_options.readahead_chunk =
+      loader::InputReadaheadChunk(input_disk.request_bytes, input_disk.max_read_bytes);
+  input_options.reference = options.reference;
+  input_options.format_options = options.input_format_options;
+  absl::StatusOr<std::unique_ptr<loader::Input>> opened =
+      loader::Input::Open(options.input, input_options);
   SetThreadName(thread_name.c_str());
   ASSIGN_OR_RETURN(std::unique_ptr<loader::Input> input, std::move(opened));
   absl::StatusOr<HeaderPtr> made_header = MakeOutputHeader(input->header(), options);

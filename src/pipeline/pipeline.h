@@ -43,6 +43,9 @@ struct SortOptions {
   // that has none), as samtools' --reference. Empty: htslib's own lookup
   // (the header's UR, REF_PATH, REF_CACHE).
   std::string reference;
+  // --input-fmt-option: htslib's format options for the input, in order
+  // (loader::InputOptions::format_options), e.g. "required_fields=0x1ff".
+  std::vector<std::string> input_format_options;
   // -O, --output-fmt-option, -l, -u and the output's name, resolved as
   // samtools does (output::ResolveOutputFormat): BAM, SAM, CRAM, ... and
   // the compression level. Default: BAM at the default level.
