@@ -79,6 +79,23 @@ struct SortOptions {
   int verbosity = 0;         // -v: notices about the plan and the run.
 };
 
+// Live counters of a running sort, for a progress display. RunSort stores
+// them with relaxed atomic stores once per loaded batch (a few MiB of
+// records) and once every few thousand records written: no lock and no
+// system call per record. Any thread may read them at any time; each value
+// is recent, but together they are not one consistent snapshot.
+struct SortProgress {
+  // Loading: records read so far (final once loading ends), and the input
+  // bytes consumed (compressed bytes for BAM and BGZF; loader::Input::
+  // bytes_consumed) of `input_size` (0 = unknown: stdin, a pipe).
+  std::atomic<uint64_t> records_loaded{0};
+  std::atomic<uint64_t> input_bytes{0};
+  std::atomic<uint64_t> input_size{0};
+  // Writing: records handed to the output and their uncompressed BAM size.
+  std::atomic<uint64_t> records_written{0};
+  std::atomic<uint64_t> record_bytes_written{0};
+};
+
 // What the caller hears while a sort runs. Each member may be empty.
 struct SortObserver {
   // A phase starts; called on the calling thread (progress, tests that
@@ -87,6 +104,9 @@ struct SortObserver {
   // One line for the user, without a trailing newline: warnings always,
   // plan and progress notices with verbosity > 0. Called from any thread.
   std::function<void(const std::string&)> on_notice;
+  // Kept up to date while the sort runs, if not null. Not owned; must
+  // outlive RunSort.
+  SortProgress* progress = nullptr;
 };
 
 // CPU time of one group of threads (named alike: "rocksort" for the main
