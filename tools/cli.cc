@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -27,6 +28,7 @@
 #include "htslib/hts.h"
 #include "loader/loader.h"
 #include "output/output.h"
+#include "progress.h"
 
 #ifndef ROCKSORT_VERSION
 #define ROCKSORT_VERSION "unknown"
@@ -49,7 +51,9 @@ enum LongOnly {
   kOutputFmtOption,
   kTemplateCoordinate,
   kInputFmtOption,
-  kVerbosity
+  kVerbosity,
+  kProgress,
+  kNoProgress
 };
 
 absl::StatusOr<int> ParseInt(const char* flag, const char* text, int min, int max) {
@@ -142,6 +146,9 @@ std::string Usage() {
       "  -v            print the plan and statistics on stderr\n"
       "  --verbosity INT  htslib's verbosity, as samtools' (3: warnings, 0: none)\n"
       "                [warnings with -v, none without]\n"
+      "  --progress, --no-progress  a status line on stderr (phase, records,\n"
+      "                bytes, percentage, rate, ETA), updated 4 times a second\n"
+      "                [when stderr is a terminal]\n"
       "  --stats-json FILE  write the statistics as JSON to FILE\n"
       "  -h, --help    print this help and exit\n"
       "  --version     print the version and exit\n",
@@ -167,6 +174,8 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       {"template-coordinate", no_argument, nullptr, kTemplateCoordinate},
       {"input-fmt-option", required_argument, nullptr, kInputFmtOption},
       {"verbosity", required_argument, nullptr, kVerbosity},
+      {"progress", no_argument, nullptr, kProgress},
+      {"no-progress", no_argument, nullptr, kNoProgress},
       {nullptr, 0, nullptr, 0}};
   Command command;
   pipeline::SortOptions& o = command.sort;
@@ -225,6 +234,12 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         command.hts_verbosity = *level;
         break;
       }
+      case kProgress:
+        command.progress = true;
+        break;
+      case kNoProgress:
+        command.progress = false;
+        break;
       case kReference:
         if (*optarg == '\0') return absl::InvalidArgumentError("--reference needs a file name");
         o.reference = optarg;
@@ -448,12 +463,25 @@ int RocksortMain(int argc, char** argv) {
   // Before any thread starts, so all inherit the blocked signal mask.
   InterruptGuard guard;
   pipeline::SortObserver observer;
-  observer.on_notice = [](const std::string& line) {
-    std::fprintf(stderr, "rocksort: %s\n", line.c_str());
+  pipeline::SortProgress progress;
+  std::unique_ptr<ProgressDisplay> display;
+  if (command->progress.value_or(isatty(STDERR_FILENO) != 0)) {
+    display = std::make_unique<ProgressDisplay>(progress, STDERR_FILENO);
+    observer.progress = &progress;
+    observer.on_phase = [&display](pipeline::Phase phase) { display->OnPhase(phase); };
+  }
+  observer.on_notice = [&display](const std::string& line) {
+    if (display != nullptr) {
+      display->Print(absl::StrCat("rocksort: ", line));
+    } else {
+      std::fprintf(stderr, "rocksort: %s\n", line.c_str());
+    }
   };
   pipeline::SortReport report;
   const absl::Status status =
       pipeline::RunSort(command->sort, &guard.cancelled(), &guard, observer, &report);
+  // The status line is erased before anything else is printed.
+  if (display != nullptr) display->Stop();
   guard.Disarm();
   // A signal that arrives after the output was committed does not undo it.
   if (!status.ok() && guard.signal_number() != 0) {

@@ -25,6 +25,9 @@ struct Command {
   // Empty: htslib warnings with -v, silence otherwise (a failure is one line
   // of rocksort's own).
   std::optional<int> hts_verbosity;
+  // --progress / --no-progress (the last wins). Empty: a status line when
+  // stderr is a terminal.
+  std::optional<bool> progress;
   // Options accepted but overridden, as samtools warns of them.
   std::vector<std::string> warnings;
 };

@@ -132,6 +132,21 @@ TEST(ParseCommandLine, VerbositySetsHtslibsLevelApartFromDashV) {
   }
 }
 
+TEST(ParseCommandLine, ProgressIsAutomaticUnlessForcedEitherWay) {
+  absl::StatusOr<Command> c = Parse({"in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->progress.has_value());  // On when stderr is a terminal.
+  c = Parse({"--progress", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->progress, std::optional<bool>(true));
+  c = Parse({"--no-progress", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->progress, std::optional<bool>(false));
+  c = Parse({"--no-progress", "--progress", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->progress, std::optional<bool>(true));
+}
+
 // Repeatable, in order, as samtools collects them; an option htslib does not
 // know, or one rocksort sets otherwise, is refused by name.
 TEST(ParseCommandLine, InputFormatOptionsAreCheckedAndKeptInOrder) {
