@@ -24,8 +24,9 @@ packages=(
   librocksdb-dev libsnappy-dev libhts-dev libdeflate-dev libabsl-dev libgtest-dev
   samtools time
 )
-# The sanitizer and fuzzing runs of the test mode build with clang's runtimes.
-if [ "$mode" = test ]; then packages+=(clang libclang-rt-14-dev); fi
+# The sanitizer and fuzzing runs of the test mode build with clang's runtimes;
+# the progress line is tested on a real terminal, a tmux pane.
+if [ "$mode" = test ]; then packages+=(clang libclang-rt-14-dev tmux); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -24,7 +26,9 @@
 #include "common/size.h"
 #include "common/status_macros.h"
 #include "htslib/hts.h"
+#include "loader/loader.h"
 #include "output/output.h"
+#include "progress.h"
 
 #ifndef ROCKSORT_VERSION
 #define ROCKSORT_VERSION "unknown"
@@ -45,7 +49,11 @@ enum LongOnly {
   kReference,
   kWriteIndex,
   kOutputFmtOption,
-  kTemplateCoordinate
+  kTemplateCoordinate,
+  kInputFmtOption,
+  kVerbosity,
+  kProgress,
+  kNoProgress
 };
 
 absl::StatusOr<int> ParseInt(const char* flag, const char* text, int min, int max) {
@@ -108,6 +116,9 @@ std::string Usage() {
       "                for -o OUT##idx##INDEX (BAI if INDEX ends in .bai), as\n"
       "                samtools sort --write-index; not for uncompressed SAM; ignored,\n"
       "                with a warning, for orders other than coordinate\n"
+      "  --input-fmt-option OPTION[=VALUE]  one of htslib's input format options,\n"
+      "                as samtools: required_fields=0x..., decode_md=0 (CRAM),\n"
+      "                filter=EXPR (keep only the records EXPR accepts), ...\n"
       "\n"
       "Resources:\n"
       "  -@, --threads INT  threads for decoding, sorting and compression [%d]\n"
@@ -133,6 +144,11 @@ std::string Usage() {
       "\n"
       "General:\n"
       "  -v            print the plan and statistics on stderr\n"
+      "  --verbosity INT  htslib's verbosity, as samtools' (3: warnings, 0: none)\n"
+      "                [warnings with -v, none without]\n"
+      "  --progress, --no-progress  a status line on stderr (phase, records,\n"
+      "                bytes, percentage, rate, ETA), updated 4 times a second\n"
+      "                [when stderr is a terminal]\n"
       "  --stats-json FILE  write the statistics as JSON to FILE\n"
       "  -h, --help    print this help and exit\n"
       "  --version     print the version and exit\n",
@@ -156,6 +172,10 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
       {"write-index", no_argument, nullptr, kWriteIndex},
       {"output-fmt-option", required_argument, nullptr, kOutputFmtOption},
       {"template-coordinate", no_argument, nullptr, kTemplateCoordinate},
+      {"input-fmt-option", required_argument, nullptr, kInputFmtOption},
+      {"verbosity", required_argument, nullptr, kVerbosity},
+      {"progress", no_argument, nullptr, kProgress},
+      {"no-progress", no_argument, nullptr, kNoProgress},
       {nullptr, 0, nullptr, 0}};
   Command command;
   pipeline::SortOptions& o = command.sort;
@@ -200,6 +220,25 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         break;
       case kWriteIndex:
         o.write_index = true;
+        break;
+      case kInputFmtOption:
+        RETURN_IF_ERROR(loader::CheckInputFormatOption(optarg));
+        o.input_format_options.push_back(optarg);
+        break;
+      case kVerbosity: {
+        // samtools takes any integer (atoi); htslib logs nothing below 1
+        // and everything from 10 (HTS_LOG_TRACE) on.
+        absl::StatusOr<int> level =
+            ParseInt("--verbosity", optarg, 0, std::numeric_limits<int>::max());
+        if (!level.ok()) return level.status();
+        command.hts_verbosity = *level;
+        break;
+      }
+      case kProgress:
+        command.progress = true;
+        break;
+      case kNoProgress:
+        command.progress = false;
         break;
       case kReference:
         if (*optarg == '\0') return absl::InvalidArgumentError("--reference needs a file name");
@@ -378,6 +417,10 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
 }
 
 int RocksortMain(int argc, char** argv) {
+  // htslib stays quiet while the command line is checked (its parser logs
+  // its own line for an unknown --input-fmt-option, which ours names);
+  // the command line sets its level below.
+  hts_set_log_level(HTS_LOG_OFF);
   absl::StatusOr<Command> command = ParseCommandLine(argc, argv, isatty(STDIN_FILENO) != 0);
   if (!command.ok()) {
     std::fprintf(stderr, "rocksort: %s\n\n%s", std::string(command.status().message()).c_str(),
@@ -409,18 +452,36 @@ int RocksortMain(int argc, char** argv) {
   ConfigureAllocator(pipeline::MemoryBudget(command->sort));
   // Every failure is reported as one line that names the file and record
   // (the loader maps htslib's return codes); htslib's own multi-line
-  // diagnostics are shown with -v only.
-  hts_set_log_level(command->sort.verbosity > 0 ? HTS_LOG_WARNING : HTS_LOG_OFF);
+  // diagnostics are shown with -v, or at the level --verbosity sets, as
+  // samtools sets hts_verbose.
+  if (command->hts_verbosity.has_value()) {
+    hts_verbose = *command->hts_verbosity;
+  } else {
+    hts_set_log_level(command->sort.verbosity > 0 ? HTS_LOG_WARNING : HTS_LOG_OFF);
+  }
 
   // Before any thread starts, so all inherit the blocked signal mask.
   InterruptGuard guard;
   pipeline::SortObserver observer;
-  observer.on_notice = [](const std::string& line) {
-    std::fprintf(stderr, "rocksort: %s\n", line.c_str());
+  pipeline::SortProgress progress;
+  std::unique_ptr<ProgressDisplay> display;
+  if (command->progress.value_or(isatty(STDERR_FILENO) != 0)) {
+    display = std::make_unique<ProgressDisplay>(progress, STDERR_FILENO);
+    observer.progress = &progress;
+    observer.on_phase = [&display](pipeline::Phase phase) { display->OnPhase(phase); };
+  }
+  observer.on_notice = [&display](const std::string& line) {
+    if (display != nullptr) {
+      display->Print(absl::StrCat("rocksort: ", line));
+    } else {
+      std::fprintf(stderr, "rocksort: %s\n", line.c_str());
+    }
   };
   pipeline::SortReport report;
   const absl::Status status =
       pipeline::RunSort(command->sort, &guard.cancelled(), &guard, observer, &report);
+  // The status line is erased before anything else is printed.
+  if (display != nullptr) display->Stop();
   guard.Disarm();
   // A signal that arrives after the output was committed does not undo it.
   if (!status.ok() && guard.signal_number() != 0) {

@@ -7,6 +7,7 @@
 #define ROCKSORT_TOOLS_CLI_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@ struct Command {
   Action action = Action::kSort;
   pipeline::SortOptions sort;
   std::string stats_json;  // --stats-json FILE; empty = none.
+  // --verbosity N: htslib's log level (hts_verbose), as samtools sets it.
+  // Empty: htslib warnings with -v, silence otherwise (a failure is one line
+  // of rocksort's own).
+  std::optional<int> hts_verbosity;
+  // --progress / --no-progress (the last wins). Empty: a status line when
+  // stderr is a terminal.
+  std::optional<bool> progress;
   // Options accepted but overridden, as samtools warns of them.
   std::vector<std::string> warnings;
 };

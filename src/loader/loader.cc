@@ -15,6 +15,7 @@
 #include "htslib/cram.h"
 #include "htslib/hfile.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -121,11 +122,68 @@ absl::Status UseReference(htsFile* file, const std::string& name, const std::str
   return absl::OkStatus();
 }
 
+struct HtsOptFree {
+  void operator()(hts_opt* opts) const { hts_opt_free(opts); }
+};
+using HtsOptPtr = std::unique_ptr<hts_opt, HtsOptFree>;
+
+// One format option as htslib's hts_opt_add parses it; InvalidArgument
+// naming it when htslib does not know it (or, for cache_size, its suffix).
+absl::StatusOr<HtsOptPtr> ParseFormatOption(const std::string& option) {
+  hts_opt* parsed = nullptr;
+  if (hts_opt_add(&parsed, option.c_str()) != 0) {
+    hts_opt_free(parsed);
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--input-fmt-option %s: unknown input format option \"%s\" (htslib's names, e.g. "
+        "required_fields=0x1ff, decode_md=0, filter=EXPR, reference=FILE)",
+        option, option.substr(0, option.find('='))));
+  }
+  return HtsOptPtr(parsed);
+}
+
+// htslib parses a filter= expression only when it first evaluates it, and
+// then fails the read as if the data were corrupt (samtools says
+// "truncated file"): evaluated here once, on a minimal unmapped record, so
+// that an expression that does not parse is named before any work is done.
+absl::Status CheckFilter(htsFile* file, const sam_hdr_t& header, const std::string& name,
+                         const std::vector<std::string>& format_options) {
+  if (file->filter == nullptr) return absl::OkStatus();
+  RecordPtr probe(bam_init1());
+  if (probe == nullptr || bam_set1(probe.get(), 1, "x", BAM_FUNMAP, -1, -1, 0, 0, nullptr, -1, -1,
+                                   0, 0, nullptr, nullptr, 0) < 0) {
+    return absl::ResourceExhaustedError("out of memory");
+  }
+  if (sam_passes_filter(&header, probe.get(), file->filter) >= 0) return absl::OkStatus();
+  std::string option = "filter=...";  // The last filter= given is the one htslib kept.
+  for (const std::string& o : format_options) {
+    if (absl::AsciiStrToLower(o.substr(0, o.find('='))) == "filter") option = o;
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s: --input-fmt-option %s: htslib can't parse the filter expression", name, option));
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int threads,
-                                                   uint64_t readahead_chunk,
-                                                   const std::string& reference) {
+absl::Status CheckInputFormatOption(const std::string& option) {
+  const std::string name = absl::AsciiStrToLower(option.substr(0, option.find('=')));
+  if (name == "nthreads") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--input-fmt-option %s: rocksort does not take nthreads: threads are set with -@", option));
+  }
+  if (name == "verbosity") {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--input-fmt-option %s: rocksort does not take verbosity: htslib's "
+                        "logging is set with --verbosity",
+                        option));
+  }
+  ASSIGN_OR_RETURN(const HtsOptPtr parsed, ParseFormatOption(option));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
+                                                   const InputOptions& options) {
+  const int threads = options.threads;
+  const std::string& reference = options.reference;
   const bool is_stdin = path == "-";
   const std::string name = is_stdin ? "stdin" : path;
   struct stat input_stat;
@@ -184,11 +242,25 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
                                                  : "unknown format"));
   }
   if (!reference.empty()) RETURN_IF_ERROR(UseReference(file.get(), name, reference));
+  // Each option on its own, in order (as hts_opt_apply would apply the
+  // list), so that a failure names the option; before the header, as
+  // samtools' sam_open_format applies them.
+  for (const std::string& option : options.format_options) {
+    RETURN_IF_ERROR(CheckInputFormatOption(option));
+    ASSIGN_OR_RETURN(const HtsOptPtr parsed, ParseFormatOption(option));
+    if (hts_opt_apply(file.get(), parsed.get()) != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: htslib can't apply --input-fmt-option %s (a value out of range, or a file it "
+          "can't use)",
+          name, option));
+    }
+  }
   HeaderPtr header(sam_hdr_read(file.get()));
   if (header == nullptr) {
     return absl::DataLossError(
         absl::StrFormat("%s: can't read the header (truncated or corrupt)", name));
   }
+  RETURN_IF_ERROR(CheckFilter(file.get(), *header, name, options.format_options));
   // Threads start after the header: a corrupt block further on must not make
   // the header unreadable (htslib's threaded reader fails as a whole).
   // Only regular files: after an error the loader re-reads the file to name
@@ -213,7 +285,8 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path, int 
   }
   std::unique_ptr<Input> input(new Input(path, name, file.release(), header.release(), threaded));
   if (regular_file) {
-    const uint64_t chunk = std::max<uint64_t>(readahead_chunk, 4096);
+    input->size_ = static_cast<uint64_t>(input_stat.st_size);
+    const uint64_t chunk = std::max<uint64_t>(options.readahead_chunk, 4096);
     const uint64_t window = std::max<uint64_t>(chunk, uint64_t{16} << 20);
     input->readahead_ = std::make_unique<SequentialReadahead>(
         fd, static_cast<uint64_t>(input_stat.st_size), window, chunk);
@@ -227,6 +300,21 @@ Input::Input(std::string path, std::string name, htsFile* file, sam_hdr_t* heade
       file_(file),
       header_(header),
       threaded_(threaded) {}
+
+uint64_t Input::bytes_consumed() const {
+  int64_t offset = 0;
+  if (file_->is_bgzf) {
+    // The compressed address of the block being read: bgzf_tell without
+    // the offset within the block.
+    offset = bgzf_tell(file_->fp.bgzf) >> 16;
+  } else if (file_->format.format == cram) {
+    hFILE* const hf = cram_fd_get_fp(file_->fp.cram);
+    offset = hf != nullptr ? htell(hf) : 0;
+  } else {
+    offset = htell(file_->fp.hfile);
+  }
+  return offset > 0 ? static_cast<uint64_t>(offset) : 0;
+}
 
 Input::~Input() {
   readahead_.reset();  // Before the descriptor it watches is closed.

@@ -30,23 +30,43 @@ namespace rocksort::loader {
 
 class SequentialReadahead;  // readahead_internal.h
 
+// How an Input is opened.
+struct InputOptions {
+  // With threads > 1, BGZF-compressed input (BAM, SAM.gz) is decompressed
+  // by that many htslib threads, and CRAM decoded by them; SAM text is
+  // always parsed in the calling thread, because htslib's multithreaded SAM
+  // parser reports errors late and at the wrong record.
+  int threads = 1;
+  // A regular file is read ahead (SequentialReadahead) in requests of this
+  // many bytes; the pipeline passes whole requests of the input's device.
+  uint64_t readahead_chunk = uint64_t{2} << 20;
+  // Non-empty: a FASTA (indexed or not) that decodes CRAM, or supplies the
+  // @SQ lines of SAM text without them.
+  std::string reference;
+  // --input-fmt-option: htslib's format options ("name=value" or a bare
+  // "name", as hts_opt_add spells them), applied in order before the header
+  // is read, as samtools applies them (e.g. required_fields=0x..,
+  // decode_md=0 for CRAM, filter=EXPR for any input). See
+  // CheckInputFormatOption.
+  std::vector<std::string> format_options;
+};
+
+// OK when htslib knows `option` ("name=value" or "name") as a format
+// option and rocksort lets it apply to an input; otherwise InvalidArgument
+// naming it. Refused: nthreads (threads are set with -@) and verbosity
+// (htslib's logging is set with --verbosity).
+absl::Status CheckInputFormatOption(const std::string& option);
+
 // An opened alignment input and its header.
 class Input {
  public:
-  // Opens `path` ("-" for stdin) and reads its header. With `threads` > 1,
-  // BGZF-compressed input (BAM, SAM.gz) is decompressed by that many htslib
-  // threads, and CRAM decoded by them; SAM text is always parsed here, in the
-  // calling thread, because htslib's multithreaded SAM parser reports errors
-  // late and at the wrong record. NotFound when the file does not
-  // exist, InvalidArgument when it is not an alignment format htslib knows,
-  // DataLoss when the header is truncated or corrupt. A regular file is
-  // read ahead (SequentialReadahead) in requests of `readahead_chunk` bytes;
-  // the pipeline passes whole requests of the input's device. A non-empty
-  // `reference` (FASTA, indexed or not) decodes CRAM, or supplies the @SQ
-  // lines of SAM text without them; InvalidArgument when htslib can't use it.
-  static absl::StatusOr<std::unique_ptr<Input>> Open(const std::string& path, int threads,
-                                                     uint64_t readahead_chunk = uint64_t{2} << 20,
-                                                     const std::string& reference = "");
+  // Opens `path` ("-" for stdin) as `options` say and reads its header.
+  // NotFound when the file does not exist, InvalidArgument when it is not
+  // an alignment format htslib knows, when htslib can't use the reference,
+  // or when a format option is unknown or can't be applied (the message
+  // names it), DataLoss when the header is truncated or corrupt.
+  static absl::StatusOr<std::unique_ptr<Input>> Open(const std::string& path,
+                                                     const InputOptions& options = {});
 
   Input(const Input&) = delete;
   Input& operator=(const Input&) = delete;
@@ -63,6 +83,14 @@ class Input {
   const std::string& path() const { return path_; }
   // Whether htslib threads decode ahead of the reader.
   bool threaded() const { return threaded_; }
+  // Bytes of the file consumed so far, for progress: the compressed offset
+  // of the BGZF block being read, or the position in a SAM text or CRAM
+  // stream (CRAM and threaded BGZF read somewhat ahead of the records
+  // delivered). Counted from the start of the stream for a pipe too. No
+  // system call; call from the reading thread only.
+  uint64_t bytes_consumed() const;
+  // The file's size in bytes; 0 when unknown (stdin, a pipe, a device).
+  uint64_t size() const { return size_; }
 
  private:
   Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header, bool threaded);
@@ -75,6 +103,7 @@ class Input {
   // (records already queued are dropped), so on a read error RecordReader
   // re-reads a regular file single-threaded to name the exact record.
   bool threaded_;
+  uint64_t size_ = 0;  // Regular files only; 0 otherwise.
   // Regular files only: reads the file ahead in large requests.
   std::unique_ptr<SequentialReadahead> readahead_;
 };

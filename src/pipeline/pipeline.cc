@@ -121,18 +121,26 @@ store::StoreOptions PlanStore(const SortOptions& options, const std::atomic<bool
   return s;
 }
 
-// Reads every record of `reader` into `store`, a batch at a time.
-absl::Status Load(loader::RecordReader& reader, store::TempStore& store) {
+// Reads every record of `reader` (reading `input`) into `store`, a batch at
+// a time, and publishes the count after each batch to `progress` (may be
+// null).
+absl::Status Load(const loader::Input& input, loader::RecordReader& reader, store::TempStore& store,
+                  SortProgress* progress) {
   for (;;) {
     ASSIGN_OR_RETURN(const size_t added, reader.ReadBatch(store.batch_bytes(), store));
+    if (progress != nullptr) {
+      progress->records_loaded.store(reader.stats().records, std::memory_order_relaxed);
+      progress->input_bytes.store(input.bytes_consumed(), std::memory_order_relaxed);
+    }
     RETURN_IF_ERROR(store.CommitBatch());
     if (added == 0) return absl::OkStatus();
   }
 }
 
-// Streams the store's records into `sink` and tallies them.
+// Streams the store's records into `sink` and tallies them; publishes the
+// tally to `progress` (may be null) every kCancelCheckInterval records.
 absl::StatusOr<RecordTally> Emit(store::SortedReader& reader, output::RecordSink& sink,
-                                 const std::atomic<bool>* cancelled) {
+                                 const std::atomic<bool>* cancelled, SortProgress* progress) {
   RecordTally tally;
   RecordChecksum checksum;
   absl::string_view record;
@@ -141,9 +149,17 @@ absl::StatusOr<RecordTally> Emit(store::SortedReader& reader, output::RecordSink
     checksum.AddRecord(record.data(), record.size());
     ++tally.records;
     tally.bytes += record.size();
-    if (tally.records % kCancelCheckInterval == 0 && Cancelled(cancelled)) {
-      return absl::CancelledError("interrupted while writing the output");
+    if (tally.records % kCancelCheckInterval == 0) {
+      if (Cancelled(cancelled)) return absl::CancelledError("interrupted while writing the output");
+      if (progress != nullptr) {
+        progress->records_written.store(tally.records, std::memory_order_relaxed);
+        progress->record_bytes_written.store(tally.bytes, std::memory_order_relaxed);
+      }
     }
+  }
+  if (progress != nullptr) {
+    progress->records_written.store(tally.records, std::memory_order_relaxed);
+    progress->record_bytes_written.store(tally.bytes, std::memory_order_relaxed);
   }
   RETURN_IF_ERROR(reader.status());
   tally.checksum = checksum.value();
@@ -219,10 +235,14 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
       options.input == "-" ? DiskDetection{} : DetectDiskKind(options.input);
   const std::string thread_name = ThreadName();
   SetThreadName("rs-decode");
-  absl::StatusOr<std::unique_ptr<loader::Input>> opened = loader::Input::Open(
-      options.input, threads,
-      loader::InputReadaheadChunk(input_disk.request_bytes, input_disk.max_read_bytes),
-      options.reference);
+  loader::InputOptions input_options;
+  input_options.threads = threads;
+  input_options.readahead_chunk =
+      loader::InputReadaheadChunk(input_disk.request_bytes, input_disk.max_read_bytes);
+  input_options.reference = options.reference;
+  input_options.format_options = options.input_format_options;
+  absl::StatusOr<std::unique_ptr<loader::Input>> opened =
+      loader::Input::Open(options.input, input_options);
   SetThreadName(thread_name.c_str());
   ASSIGN_OR_RETURN(std::unique_ptr<loader::Input> input, std::move(opened));
   absl::StatusOr<HeaderPtr> made_header = MakeOutputHeader(input->header(), options);
@@ -263,9 +283,12 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
   }
 
   // Load.
+  if (observer.progress != nullptr) {
+    observer.progress->input_size.store(input->size(), std::memory_order_relaxed);
+  }
   PhaseMeter load(Phase::kLoad, observer, report);
   loader::RecordReader reader(*input, *keys);
-  const absl::Status loaded = Load(reader, *store);
+  const absl::Status loaded = Load(*input, reader, *store, observer.progress);
   load.End();
   RETURN_IF_ERROR(loaded);
   const loader::LoadStats& load_stats = reader.stats();
@@ -299,7 +322,7 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
   ASSIGN_OR_RETURN(std::unique_ptr<output::RecordSink> sink,
                    output::OpenSink(options.format, *out_header, outputs.data->fd(),
                                     outputs.data->name(), sink_options));
-  absl::StatusOr<RecordTally> written = Emit(*sorted, *sink, cancelled);
+  absl::StatusOr<RecordTally> written = Emit(*sorted, *sink, cancelled, observer.progress);
   emit.End();
   sorted.reset();  // Before the store it reads.
   RETURN_IF_ERROR(written.status());

@@ -43,6 +43,9 @@ struct SortOptions {
   // that has none), as samtools' --reference. Empty: htslib's own lookup
   // (the header's UR, REF_PATH, REF_CACHE).
   std::string reference;
+  // --input-fmt-option: htslib's format options for the input, in order
+  // (loader::InputOptions::format_options), e.g. "required_fields=0x1ff".
+  std::vector<std::string> input_format_options;
   // -O, --output-fmt-option, -l, -u and the output's name, resolved as
   // samtools does (output::ResolveOutputFormat): BAM, SAM, CRAM, ... and
   // the compression level. Default: BAM at the default level.
@@ -76,6 +79,23 @@ struct SortOptions {
   int verbosity = 0;         // -v: notices about the plan and the run.
 };
 
+// Live counters of a running sort, for a progress display. RunSort stores
+// them with relaxed atomic stores once per loaded batch (a few MiB of
+// records) and once every few thousand records written: no lock and no
+// system call per record. Any thread may read them at any time; each value
+// is recent, but together they are not one consistent snapshot.
+struct SortProgress {
+  // Loading: records read so far (final once loading ends), and the input
+  // bytes consumed (compressed bytes for BAM and BGZF; loader::Input::
+  // bytes_consumed) of `input_size` (0 = unknown: stdin, a pipe).
+  std::atomic<uint64_t> records_loaded{0};
+  std::atomic<uint64_t> input_bytes{0};
+  std::atomic<uint64_t> input_size{0};
+  // Writing: records handed to the output and their uncompressed BAM size.
+  std::atomic<uint64_t> records_written{0};
+  std::atomic<uint64_t> record_bytes_written{0};
+};
+
 // What the caller hears while a sort runs. Each member may be empty.
 struct SortObserver {
   // A phase starts; called on the calling thread (progress, tests that
@@ -84,6 +104,9 @@ struct SortObserver {
   // One line for the user, without a trailing newline: warnings always,
   // plan and progress notices with verbosity > 0. Called from any thread.
   std::function<void(const std::string&)> on_notice;
+  // Kept up to date while the sort runs, if not null. Not owned; must
+  // outlive RunSort.
+  SortProgress* progress = nullptr;
 };
 
 // CPU time of one group of threads (named alike: "rocksort" for the main

@@ -136,7 +136,7 @@ class CheckingSink : public record::KeyedRecordSink {
 void FuzzOne(const uint8_t* data, size_t size) {
   const std::string& path = WriteInput(data, size);
   // Single-threaded decoding keeps runs reproducible.
-  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(path, 1);
+  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(path);
   if (!input.ok()) return;
   const absl::StatusOr<std::unique_ptr<keycodec::KeyEncoder>> keys =
       keycodec::MakeKeyEncoder(keycodec::SortOrder(), (*input)->header());

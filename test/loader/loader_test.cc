@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -51,7 +52,7 @@ TEST_F(LoaderTest, AddsEveryRecordUnderItsKey) {
       "b\t4\t*\t0\t0\t*\t*\t0\t0\tACGT\tIIII\n"
       "c\t16\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n"
       "d\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
-  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(path, 1);
+  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(path);
   ASSERT_TRUE(input.ok()) << input.status();
   const std::unique_ptr<keycodec::KeyEncoder> keys = CoordinateKeys(**input);
   RecordReader reader(**input, *keys);
@@ -75,11 +76,40 @@ TEST_F(LoaderTest, AddsEveryRecordUnderItsKey) {
   EXPECT_EQ(reader.stats().record_bytes, bytes);
 }
 
+// htslib's format options apply before any record is read: a filter leaves
+// records out as samtools' --input-fmt-option filter= does.
+TEST_F(LoaderTest, FormatOptionsApplyToTheInput) {
+  const std::string path = WriteSam(
+      "a\t0\tc2\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n"
+      "b\t4\t*\t0\t0\t*\t*\t0\t0\tACGT\tIIII\n"
+      "c\t16\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
+  InputOptions options;
+  options.format_options = {"block_size=65536", "filter=flag.unmap == 0"};
+  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(path, options);
+  ASSERT_TRUE(input.ok()) << input.status();
+  const std::unique_ptr<keycodec::KeyEncoder> keys = CoordinateKeys(**input);
+  RecordReader reader(**input, *keys);
+  CollectingSink sink;
+  ASSERT_TRUE(reader.ReadBatch(size_t{1} << 20, sink).ok());
+  EXPECT_EQ(reader.stats().records, 2u);  // b is unmapped.
+  // The whole file was consumed: progress reaches the file's size.
+  EXPECT_EQ((*input)->size(), std::filesystem::file_size(path));
+  EXPECT_EQ((*input)->bytes_consumed(), (*input)->size());
+
+  for (const char* bad : {"bogus=1", "nthreads=2", "filter=mapq >"}) {
+    options.format_options = {bad};
+    input = Input::Open(path, options);
+    ASSERT_FALSE(input.ok()) << bad;
+    EXPECT_EQ(input.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(input.status().message().find(bad), absl::string_view::npos) << input.status();
+  }
+}
+
 TEST_F(LoaderTest, BatchesStopOnceTheyHoldMaxBytes) {
   std::string body;
   for (int i = 0; i < 100; ++i)
     body += absl::StrCat("r", i, "\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
-  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(WriteSam(body), 1);
+  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(WriteSam(body));
   ASSERT_TRUE(input.ok());
   const std::unique_ptr<keycodec::KeyEncoder> keys = CoordinateKeys(**input);
   RecordReader reader(**input, *keys, /*first_seq=*/1000);
@@ -98,7 +128,7 @@ TEST_F(LoaderTest, MalformedSamLineIsDataLossNamingFileAndRecord) {
   const std::string path = WriteSam(
       "a\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n"
       "b\t0\tc1\tnot-a-number\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
-  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(path, 1);
+  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(path);
   ASSERT_TRUE(input.ok()) << input.status();
   const std::unique_ptr<keycodec::KeyEncoder> keys = CoordinateKeys(**input);
   RecordReader reader(**input, *keys);
@@ -111,7 +141,7 @@ TEST_F(LoaderTest, MalformedSamLineIsDataLossNamingFileAndRecord) {
 }
 
 TEST_F(LoaderTest, MissingInputIsNotFound) {
-  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(dir_.File("nope.bam"), 1);
+  absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(dir_.File("nope.bam"));
   ASSERT_FALSE(input.ok());
   EXPECT_EQ(input.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(input.status().message().find("nope.bam"), std::string::npos);

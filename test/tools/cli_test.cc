@@ -112,6 +112,66 @@ TEST(ParseCommandLine, MinimiserOptionsAreRefusedWithTheReason) {
   }
 }
 
+// --verbosity is htslib's level, as samtools sets hts_verbose; unset, the
+// CLI keeps htslib quiet unless -v.
+TEST(ParseCommandLine, VerbositySetsHtslibsLevelApartFromDashV) {
+  absl::StatusOr<Command> c = Parse({"in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->hts_verbosity.has_value());
+  c = Parse({"--verbosity", "4", "-v", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->hts_verbosity, std::optional<int>(4));
+  EXPECT_EQ(c->sort.verbosity, 1);
+  c = Parse({"--verbosity=0", "--verbosity", "8", "in.bam"});  // The last wins.
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->hts_verbosity, std::optional<int>(8));
+  for (const char* bad : {"x", "-1", "3.5", ""}) {
+    c = Parse({"--verbosity", bad, "in.bam"});
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_TRUE(absl::StrContains(c.status().message(), "--verbosity")) << c.status();
+  }
+}
+
+TEST(ParseCommandLine, ProgressIsAutomaticUnlessForcedEitherWay) {
+  absl::StatusOr<Command> c = Parse({"in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->progress.has_value());  // On when stderr is a terminal.
+  c = Parse({"--progress", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->progress, std::optional<bool>(true));
+  c = Parse({"--no-progress", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->progress, std::optional<bool>(false));
+  c = Parse({"--no-progress", "--progress", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->progress, std::optional<bool>(true));
+}
+
+// Repeatable, in order, as samtools collects them; an option htslib does not
+// know, or one rocksort sets otherwise, is refused by name.
+TEST(ParseCommandLine, InputFormatOptionsAreCheckedAndKeptInOrder) {
+  absl::StatusOr<Command> c = Parse(
+      {"--input-fmt-option", "required_fields=0x1ff", "--input-fmt-option", "decode_md=0",
+       "--input-fmt-option", "filter=mapq>=20", "--input-fmt-option", "IGNORE_MD5", "in.cram"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.input_format_options,
+            (std::vector<std::string>{"required_fields=0x1ff", "decode_md=0", "filter=mapq>=20",
+                                      "IGNORE_MD5"}));
+  EXPECT_TRUE(Parse({"in.bam"})->sort.input_format_options.empty());
+  struct Refusal {
+    const char* option;
+    const char* says;
+  };
+  for (const Refusal& r : {Refusal{"bogus=1", "bogus"}, Refusal{"Decode_MD=0", "Decode_MD"},
+                           Refusal{"cache_size=1x", "cache_size"}, Refusal{"nthreads=4", "-@"},
+                           Refusal{"verbosity=3", "--verbosity"}}) {
+    c = Parse({"--input-fmt-option", r.option, "in.bam"});
+    ASSERT_FALSE(c.ok()) << r.option;
+    EXPECT_TRUE(absl::StrContains(c.status().message(), r.option)) << c.status();
+    EXPECT_TRUE(absl::StrContains(c.status().message(), r.says)) << c.status();
+  }
+}
+
 TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
   absl::StatusOr<Command> c = Parse({"in.bam"});
   ASSERT_TRUE(c.ok());
