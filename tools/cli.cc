@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "common/allocator.h"
+#include "common/errors.h"
 #include "common/interrupt.h"
 #include "common/size.h"
 #include "common/status_macros.h"
@@ -56,6 +58,30 @@ enum LongOnly {
   kNoProgress
 };
 
+// The inputs listed in `path` (-b), one path per line, as samtools merge
+// reads them (hts_readlines): empty lines are skipped, a final "\r" is
+// dropped, nothing else is trimmed (paths may hold spaces).
+absl::StatusOr<std::vector<std::string>> ReadInputList(const std::string& path) {
+  std::ifstream in(path);
+  if (!in.is_open()) {
+    return ErrnoStatus(errno, absl::StrFormat("-b: can't open the input list \"%s\"", path));
+  }
+  std::vector<std::string> paths;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) paths.push_back(line);
+  }
+  if (in.bad()) {
+    return ErrnoStatus(errno, absl::StrFormat("-b: can't read the input list \"%s\"", path));
+  }
+  if (paths.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("-b: the input list \"%s\" names no input", path));
+  }
+  return paths;
+}
+
 absl::StatusOr<int> ParseInt(const char* flag, const char* text, int min, int max) {
   int value = 0;
   if (!absl::SimpleAtoi(text, &value) || value < min || value > max) {
@@ -81,11 +107,14 @@ std::string Usage() {
   const pipeline::SortOptions d;
   return absl::StrFormat(
       "Usage: rocksort [options] [IN.bam|-] [OUT.bam]\n"
-      "       rocksort [options] -o OUT.bam [IN.bam|-]\n"
+      "       rocksort [options] -o OUT.bam [IN.bam|-]...\n"
       "\n"
       "Sorts SAM/BAM/CRAM alignments like `samtools sort`, through a temporary\n"
       "RocksDB. Input from a file or stdin (`-`, or omitted when stdin is not a\n"
       "terminal); output to OUT or stdout, in the format samtools would write.\n"
+      "Several inputs (with -o, or -b) are sorted as their concatenation, as\n"
+      "`samtools cat` then `samtools sort`; their headers are combined as\n"
+      "`samtools merge` combines them, and must have the same @SQ lines.\n"
       "\n"
       "Order (as samtools; the last of -n, -N, --template-coordinate wins):\n"
       "  [default]     by coordinate\n"
@@ -97,6 +126,8 @@ std::string Usage() {
       "                name (for UMI tools); needs MC tags (samtools fixmate)\n"
       "\n"
       "Input/output:\n"
+      "  -b FILE       also read the inputs listed in FILE, one path per line, before\n"
+      "                those on the command line (as samtools merge -b); repeatable\n"
       "  -o FILE       write the sorted output to FILE [stdout]; as in samtools, its\n"
       "                name chooses the format: .sam SAM, .sam.gz BGZF-compressed SAM,\n"
       "                .cram CRAM, .fq/.fastq FASTQ, .fa/.fasta FASTA (those also\n"
@@ -183,6 +214,8 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   std::vector<std::string> args(argv, argv + argc);
   o.command_line = absl::StrJoin(args, " ");
   bool output_given = false;
+  // -b lists, read in order: their inputs come before the positional ones.
+  std::vector<std::string> listed_inputs;
   // -O, --output-fmt-option, --reference, -l and -u, in order, as samtools
   // collects them; resolved once the output's name is known.
   output::OutputFormatRequest format;
@@ -195,13 +228,19 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   optind = 0;  // Full reset of getopt, so tests can parse repeatedly.
   opterr = 0;
   for (;;) {
-    const int c = getopt_long(argc, argv, ":o:O:l:u@:m:T:s:vhnNt:MI:K:w:HR", kLongOptions, nullptr);
+    const int c =
+        getopt_long(argc, argv, ":o:O:l:u@:m:T:s:vhnNt:b:MI:K:w:HR", kLongOptions, nullptr);
     if (c == -1) break;
     switch (c) {
       case 'o':
         o.output = optarg;
         output_given = true;
         break;
+      case 'b': {
+        ASSIGN_OR_RETURN(const std::vector<std::string> listed, ReadInputList(optarg));
+        listed_inputs.insert(listed_inputs.end(), listed.begin(), listed.end());
+        break;
+      }
       case 'O': {
         // FORMAT[,OPTION...]: as htslib's hts_parse_format, a later -O
         // replaces the format and adds its options to the earlier ones.
@@ -367,21 +406,25 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
                         FormatSize(o.memory_per_thread), o.threads));
   }
 
-  const std::vector<std::string> positional(argv + optind, argv + argc);
-  const size_t max_positional = output_given ? 1 : 2;
-  if (positional.size() > max_positional) {
+  // With -o every positional argument is an input; without, "[IN [OUT]]".
+  std::vector<std::string> positional(argv + optind, argv + argc);
+  if (!output_given && positional.size() > 2) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("too many arguments (\"%s\")", absl::StrJoin(positional, " ")));
+        absl::StrFormat("too many arguments (\"%s\"): with several inputs, name the output with -o",
+                        absl::StrJoin(positional, " ")));
   }
-  if (positional.empty()) {
+  if (!output_given && positional.size() == 2) {
+    o.output = positional[1];
+    positional.pop_back();
+  }
+  o.inputs = std::move(listed_inputs);
+  o.inputs.insert(o.inputs.end(), positional.begin(), positional.end());
+  if (o.inputs.empty()) {
     if (stdin_is_terminal) {
       command.action = Command::Action::kHelp;
       return command;
     }
-    o.input = "-";
-  } else {
-    o.input = positional[0];
-    if (positional.size() == 2) o.output = positional[1];
+    o.inputs = {"-"};
   }
   // samtools' "OUT##idx##INDEX" names the index of OUT.
   if (const size_t at = o.output.find(HTS_IDX_DELIM); at != std::string::npos) {
@@ -493,13 +536,12 @@ int RocksortMain(int argc, char** argv) {
     std::fprintf(stderr, "rocksort: %s\n", std::string(status.message()).c_str());
     return 1;
   }
-  if (report.input_missing_eof_marker) {
-    // After success only: a failing run prints exactly one line, its error.
+  // After success only: a failing run prints exactly one line, its error.
+  for (const pipeline::SortReport::TruncatedInput& t : report.inputs_missing_eof_marker) {
     std::fprintf(stderr,
                  "rocksort: warning: %s has no end-of-file marker and may be truncated; "
                  "sorted the %llu records it holds\n",
-                 command->sort.input == "-" ? "stdin" : command->sort.input.c_str(),
-                 static_cast<unsigned long long>(report.records));
+                 t.name.c_str(), static_cast<unsigned long long>(t.records));
   }
   if (command->sort.verbosity > 0) {
     std::fprintf(stderr, "rocksort: version %s; command line: %s\n%s", ROCKSORT_VERSION,

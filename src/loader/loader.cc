@@ -23,6 +23,8 @@
 #include "common/hts_handles.h"
 #include "common/record_checksum.h"
 #include "common/status_macros.h"
+#include "common/thread_usage.h"
+#include "loader/header_merge_internal.h"
 #include "loader/readahead_internal.h"
 #include "record/record.h"
 
@@ -182,6 +184,13 @@ absl::Status CheckInputFormatOption(const std::string& option) {
 
 absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
                                                    const InputOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Input> input, OpenHeader(path, options));
+  RETURN_IF_ERROR(input->Start());
+  return input;
+}
+
+absl::StatusOr<std::unique_ptr<Input>> Input::OpenHeader(const std::string& path,
+                                                         const InputOptions& options) {
   const int threads = options.threads;
   const std::string& reference = options.reference;
   const bool is_stdin = path == "-";
@@ -261,45 +270,61 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
         absl::StrFormat("%s: can't read the header (truncated or corrupt)", name));
   }
   RETURN_IF_ERROR(CheckFilter(file.get(), *header, name, options.format_options));
+  std::unique_ptr<Input> input(new Input(path, name, file.release(), header.release()));
+  if (regular_file) {
+    input->fd_ = fd;
+    input->size_ = static_cast<uint64_t>(input_stat.st_size);
+  }
+  input->threads_ = threads;
+  input->readahead_chunk_ = options.readahead_chunk;
+  return input;
+}
+
+absl::Status Input::Start() {
+  if (started_) return absl::OkStatus();
+  started_ = true;
+  // htslib's decode threads, and the readahead's, inherit the name.
+  const std::string thread_name = ThreadName();
+  SetThreadName("rs-decode");
+  const absl::Status started = StartThreads();
+  SetThreadName(thread_name.c_str());
+  return started;
+}
+
+absl::Status Input::StartThreads() {
   // Threads start after the header: a corrupt block further on must not make
   // the header unreadable (htslib's threaded reader fails as a whole).
   // Only regular files: after an error the loader re-reads the file to name
   // the exact record, which a pipe cannot do.
   // BGZF only: plain gzip (SAM.gz from gzip) has no EOF block, and htslib
   // decompresses it in one thread whatever bgzf_mt is asked.
-  const bool bgzf_blocks = file->is_bgzf && file->fp.bgzf->is_compressed && !file->fp.bgzf->is_gzip;
-  bool threaded = false;
-  if (threads > 1 && regular_file) {
+  const htsExactFormat format = hts_get_format(file_)->format;
+  const bool bgzf_blocks =
+      file_->is_bgzf && file_->fp.bgzf->is_compressed && !file_->fp.bgzf->is_gzip;
+  if (threads_ > 1 && fd_ >= 0) {
     int r = 0;
     if (format == cram) {
-      r = hts_set_threads(file.get(), threads);
-      threaded = true;
+      r = hts_set_threads(file_, threads_);
+      threaded_ = true;
     } else if (bgzf_blocks) {
-      r = bgzf_mt(file->fp.bgzf, threads, 256);
-      threaded = true;
+      r = bgzf_mt(file_->fp.bgzf, threads_, 256);
+      threaded_ = true;
     }
     if (r != 0) {
       return absl::ResourceExhaustedError(
-          absl::StrFormat("%s: can't start %d decode threads", name, threads));
+          absl::StrFormat("%s: can't start %d decode threads", name_, threads_));
     }
   }
-  std::unique_ptr<Input> input(new Input(path, name, file.release(), header.release(), threaded));
-  if (regular_file) {
-    input->size_ = static_cast<uint64_t>(input_stat.st_size);
-    const uint64_t chunk = std::max<uint64_t>(options.readahead_chunk, 4096);
+  if (fd_ >= 0) {
+    const uint64_t chunk = std::max<uint64_t>(readahead_chunk_, 4096);
     const uint64_t window = std::max<uint64_t>(chunk, uint64_t{16} << 20);
-    input->readahead_ = std::make_unique<SequentialReadahead>(
-        fd, static_cast<uint64_t>(input_stat.st_size), window, chunk);
+    readahead_ = std::make_unique<SequentialReadahead>(fd_, size_, window, chunk);
   }
-  return input;
+  return absl::OkStatus();
 }
 
-Input::Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header, bool threaded)
-    : path_(std::move(path)),
-      name_(std::move(name)),
-      file_(file),
-      header_(header),
-      threaded_(threaded) {}
+Input::Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header)
+    : path_(std::move(path)), name_(std::move(name)), file_(file), header_(header) {}
 
 uint64_t Input::bytes_consumed() const {
   int64_t offset = 0;
@@ -357,8 +382,23 @@ uint64_t EstimateUncompressedSize(const std::string& path) {
   return estimate;
 }
 
-RecordReader::RecordReader(Input& input, const keycodec::KeyEncoder& keys, uint64_t first_seq)
-    : input_(input), keys_(keys), first_seq_(first_seq), record_(bam_init1(), bam_destroy1) {
+uint64_t EstimateUncompressedSize(const std::vector<std::string>& paths) {
+  uint64_t total = 0;
+  for (const std::string& path : paths) {
+    const uint64_t estimate = EstimateUncompressedSize(path);
+    if (estimate == 0) return 0;
+    total += estimate;
+  }
+  return total;
+}
+
+RecordReader::RecordReader(Input& input, const keycodec::KeyEncoder& keys, uint64_t first_seq,
+                           const IdTranslation* ids)
+    : input_(input),
+      keys_(keys),
+      first_seq_(first_seq),
+      ids_(ids),
+      record_(bam_init1(), bam_destroy1) {
   htsFile* const file = input_.file();
   if (file->is_bgzf && file->fp.bgzf != nullptr) next_offset_ = bgzf_tell(file->fp.bgzf);
 }
@@ -385,6 +425,7 @@ absl::StatusOr<size_t> RecordReader::ReadBatch(size_t max_bytes, record::KeyedRe
   htsFile* const file = input_.file();
   size_t added = 0;
   size_t bytes = 0;
+  last_batch_bytes_ = 0;
   while (!ended_ && bytes < max_bytes) {
     const int r = sam_read1(file, input_.mutable_header(), record_.get());
     if (r == -1) {  // End of stream, unless the BGZF layer says otherwise.
@@ -400,6 +441,11 @@ absl::StatusOr<size_t> RecordReader::ReadBatch(size_t max_bytes, record::KeyedRe
     }
     if (r < -1) return ReadError(r);
     const uint64_t record_number = stats_.records + 1;
+    if (ids_ != nullptr) {
+      if (absl::Status s = RewriteIds(*ids_, record_.get()); !s.ok()) {
+        return RecordError(input_, record_number, nullptr, s.message());
+      }
+    }
     key_.clear();
     if (absl::Status s = keys_.Append(*record_, first_seq_ + stats_.records, &key_); !s.ok()) {
       return RecordError(input_, record_number, record_.get(), s.message());
@@ -418,6 +464,7 @@ absl::StatusOr<size_t> RecordReader::ReadBatch(size_t max_bytes, record::KeyedRe
     bytes += encoded_.total_size + key_.size();
     if (next_offset_ >= 0) next_offset_ = bgzf_tell(file->fp.bgzf);
   }
+  last_batch_bytes_ = bytes;
   return added;
 }
 

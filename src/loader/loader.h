@@ -1,15 +1,21 @@
 // File: loader/loader.h
 // -----------------------------------------------------------------------------
 // Reads alignment records (SAM text, BAM, SAM.gz or CRAM: whatever htslib
-// reads) from a file or stdin, in batches: each record is keyed
-// (keycodec::KeyEncoder, with its input index as the last field), encoded
-// as it is stored (record::EncodeRecord) and handed to a
+// reads) from one or several files or stdin, in batches: each record is
+// keyed (keycodec::KeyEncoder, with its input index as the last field),
+// encoded as it is stored (record::EncodeRecord) and handed to a
 // record::KeyedRecordSink, the temporary store's writer. The loader knows
 // nothing of what the sink does with them.
 //
-// Owns: the htsFile and header of the input (Input). Does not own the sink.
-// Thread-safety: an Input and its RecordReader are used by one thread;
-// htslib runs its own decode threads behind them.
+// Several inputs (InputSet) are read one after the other as if they were
+// one concatenated input: the input index runs on across files, so that
+// equal keys keep file order, then record order. Their headers are
+// combined as `samtools merge` combines them (header_merge_internal.h).
+//
+// Owns: the htsFile and header of each input (Input, InputSet). Does not
+// own the sink. Thread-safety: an Input, an InputSet and their readers are
+// used by one thread; htslib runs its own decode threads behind them. An
+// InputSet's progress() may be read from any thread.
 #ifndef ROCKSORT_LOADER_LOADER_H_
 #define ROCKSORT_LOADER_LOADER_H_
 
@@ -21,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/hts_handles.h"
 #include "common/record_checksum.h"
 #include "htslib/sam.h"
 #include "keycodec/keycodec.h"
@@ -29,6 +36,7 @@
 namespace rocksort::loader {
 
 class SequentialReadahead;  // readahead_internal.h
+struct IdTranslation;       // header_merge_internal.h
 
 // How an Input is opened.
 struct InputOptions {
@@ -67,6 +75,14 @@ class Input {
   // names it), DataLoss when the header is truncated or corrupt.
   static absl::StatusOr<std::unique_ptr<Input>> Open(const std::string& path,
                                                      const InputOptions& options = {});
+  // Open without Start: reads the header only; neither decode threads nor
+  // readahead run until Start(). For inputs read later (InputSet).
+  static absl::StatusOr<std::unique_ptr<Input>> OpenHeader(const std::string& path,
+                                                           const InputOptions& options = {});
+  // Starts the decode threads and the readahead Open asked for; the threads
+  // are named "rs-decode". Call once, before reading records.
+  // ResourceExhausted when the threads can't start.
+  absl::Status Start();
 
   Input(const Input&) = delete;
   Input& operator=(const Input&) = delete;
@@ -89,21 +105,32 @@ class Input {
   // delivered). Counted from the start of the stream for a pipe too. No
   // system call; call from the reading thread only.
   uint64_t bytes_consumed() const;
-  // The file's size in bytes; 0 when unknown (stdin, a pipe, a device).
+  // Whether the input is a regular file (not stdin, a pipe or a device).
+  bool regular_file() const { return fd_ >= 0; }
+  // The size of a regular file; 0 for anything else.
   uint64_t size() const { return size_; }
 
  private:
-  Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header, bool threaded);
+  Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header);
+  absl::Status StartThreads();
 
   std::string path_;  // As given; "-" for stdin.
   std::string name_;
   htsFile* file_;      // Owned; closed in the destructor.
   sam_hdr_t* header_;  // Owned; destroyed in the destructor.
+  // Regular files only: the descriptor under file_ (owned by file_) and
+  // its size; -1 and 0 otherwise.
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  // What Start() does: htslib decode threads (> 1 to start any) and the
+  // readahead's request size.
+  int threads_ = 1;
+  uint64_t readahead_chunk_ = 0;
+  bool started_ = false;
   // Decompression runs ahead in htslib threads. Their errors surface late
   // (records already queued are dropped), so on a read error RecordReader
   // re-reads a regular file single-threaded to name the exact record.
-  bool threaded_;
-  uint64_t size_ = 0;  // Regular files only; 0 otherwise.
+  bool threaded_ = false;
   // Regular files only: reads the file ahead in large requests.
   std::unique_ptr<SequentialReadahead> readahead_;
 };
@@ -114,6 +141,8 @@ class Input {
 // is counted 1:1 (BAM encoding is smaller, so this overestimates, which the
 // compaction policy prefers to underestimating).
 uint64_t EstimateUncompressedSize(const std::string& path);
+// The sum of the estimates of `paths`; 0 (unknown) if any is unknown.
+uint64_t EstimateUncompressedSize(const std::vector<std::string>& paths);
 
 struct LoadStats {
   uint64_t records = 0;       // Records written to the DB.
@@ -130,8 +159,11 @@ struct LoadStats {
 class RecordReader {
  public:
   // Reads from `input` and keys records with `keys`; both must outlive
-  // this reader. The first record gets input index `first_seq`.
-  RecordReader(Input& input, const keycodec::KeyEncoder& keys, uint64_t first_seq = 0);
+  // this reader. The first record gets input index `first_seq`. `ids`
+  // (may be null; must outlive the reader) gives records the @RG and @PG
+  // IDs of a merged header before they are keyed (InputSet).
+  RecordReader(Input& input, const keycodec::KeyEncoder& keys, uint64_t first_seq = 0,
+               const IdTranslation* ids = nullptr);
 
   // Reads records and adds each, with its key, to `sink` until the records
   // and keys added hold at least `max_bytes` or the input ends. Returns the
@@ -143,6 +175,8 @@ class RecordReader {
 
   // What was read so far; complete once ReadBatch returned 0.
   const LoadStats& stats() const { return stats_; }
+  // The bytes (records and keys) the last ReadBatch added.
+  size_t last_batch_bytes() const { return last_batch_bytes_; }
 
  private:
   absl::Status ReadError(int code);
@@ -150,6 +184,8 @@ class RecordReader {
   Input& input_;
   const keycodec::KeyEncoder& keys_;
   const uint64_t first_seq_;
+  const IdTranslation* const ids_;  // Null: records are stored as read.
+  size_t last_batch_bytes_ = 0;
   LoadStats stats_;
   RecordChecksum checksum_;
   bool ended_ = false;
@@ -159,6 +195,102 @@ class RecordReader {
   std::unique_ptr<bam1_t, void (*)(bam1_t*)> record_;
   record::EncodedRecord encoded_;
   std::string key_;
+};
+
+// Byte counts of an InputSet's files, for a progress display.
+// Thread-safe: the loading thread updates it, any thread may read it.
+class InputProgress {
+ public:
+  // The inputs' total size; 0 (unknown) when one of them is not a regular
+  // file (stdin, a pipe). Constant once the InputSet is open.
+  uint64_t total_bytes() const { return total_bytes_; }
+  // The bytes of the regular input files read so far: those read to their
+  // end, and how far htslib has read into the current one (updated every
+  // few MiB of records, so it runs a little ahead of the records stored).
+  uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class InputSet;
+  friend class InputSetReader;
+  uint64_t total_bytes_ = 0;
+  std::atomic<uint64_t> bytes_read_{0};
+};
+
+// The inputs of one sort, read as one concatenated input.
+class InputSet {
+ public:
+  // Opens `paths` (at least one; at most one "-", stdin) in order, each as
+  // Input::OpenHeader(paths[i], options) with readahead_chunks[i] as its
+  // readahead chunk,
+  // and combines their headers: one input's is kept as it is, several are
+  // merged as samtools merge merges them (header_merge_internal.h).
+  // REQUIRES: readahead_chunks.size() == paths.size().
+  // Errors: those of Input::Open, naming the input; InvalidArgument for a
+  // second "-" and when an input's @SQ lines differ from the first's (the
+  // message names the input and the first line that differs).
+  static absl::StatusOr<std::unique_ptr<InputSet>> Open(
+      const std::vector<std::string>& paths, const InputOptions& options,
+      const std::vector<uint64_t>& readahead_chunks);
+
+  InputSet(const InputSet&) = delete;
+  InputSet& operator=(const InputSet&) = delete;
+  ~InputSet();
+
+  // The combined header. Owned by this set.
+  const sam_hdr_t& header() const { return *header_; }
+  size_t size() const { return names_.size(); }
+  // "stdin" or the path of input `i`, for messages.
+  const std::string& name(size_t i) const { return names_[i]; }
+  const InputProgress& progress() const { return progress_; }
+
+ private:
+  InputSet();
+  friend class InputSetReader;
+
+  // Each closed (null) once read to its end.
+  std::vector<std::unique_ptr<Input>> inputs_;
+  std::vector<std::string> names_;
+  HeaderPtr header_;
+  // Several inputs: each input's @RG/@PG ID translation; empty for one.
+  std::vector<IdTranslation> ids_;
+  InputProgress progress_;
+};
+
+// Reads the records of every input of an InputSet in order, as one input:
+// input indexes run on from one file to the next. An input's decode
+// threads start when its turn comes; it is closed once read to its end.
+class InputSetReader {
+ public:
+  // `inputs` and `keys` must outlive this reader.
+  InputSetReader(InputSet& inputs, const keycodec::KeyEncoder& keys);
+  ~InputSetReader();
+
+  // As RecordReader::ReadBatch, across inputs (a batch may span two).
+  // Returns 0 once every input has ended. Errors name the input.
+  absl::StatusOr<size_t> ReadBatch(size_t max_bytes, record::KeyedRecordSink& sink);
+
+  // Totals over the inputs; complete once ReadBatch returned 0.
+  // missing_eof_marker: of any input.
+  LoadStats stats() const;
+
+  struct TruncatedInput {
+    std::string name;
+    uint64_t records = 0;  // The records read from it.
+  };
+  // The inputs that ended without their end-of-file marker.
+  const std::vector<TruncatedInput>& missing_eof_marker() const { return truncated_; }
+
+ private:
+  absl::Status StartNext();
+  void FinishCurrent();
+
+  InputSet& inputs_;
+  const keycodec::KeyEncoder& keys_;
+  size_t current_ = 0;                    // The input being read.
+  std::unique_ptr<RecordReader> reader_;  // Of input current_; null between inputs.
+  LoadStats done_;                        // Of the inputs read to their end.
+  uint64_t bytes_done_ = 0;               // Their sizes.
+  std::vector<TruncatedInput> truncated_;
 };
 
 // Bytes per readahead request of an input file (SequentialReadahead): up to

@@ -104,9 +104,10 @@ store::StoreOptions PlanStore(const SortOptions& options, const std::atomic<bool
     s.allow_compaction = *options.size_hint != 0;
     report->size_hint_source = *options.size_hint != 0 ? "-s" : "none (compaction off)";
   } else {
-    s.size_hint = loader::EstimateUncompressedSize(options.input);
-    report->size_hint_source =
-        s.size_hint != 0 ? "estimated from the input file" : "unknown (adaptive)";
+    s.size_hint = loader::EstimateUncompressedSize(options.inputs);
+    report->size_hint_source = s.size_hint == 0             ? "unknown (adaptive)"
+                               : options.inputs.size() == 1 ? "estimated from the input file"
+                                                            : "estimated from the input files";
   }
   report->size_hint = s.size_hint;
   s.run_compression = options.run_compression;
@@ -121,16 +122,15 @@ store::StoreOptions PlanStore(const SortOptions& options, const std::atomic<bool
   return s;
 }
 
-// Reads every record of `reader` (reading `input`) into `store`, a batch at
-// a time, and publishes the count after each batch to `progress` (may be
-// null).
-absl::Status Load(const loader::Input& input, loader::RecordReader& reader, store::TempStore& store,
-                  SortProgress* progress) {
+// Reads every record of `reader` into `store`, a batch at a time, and
+// publishes the counts after each batch to `progress` (may be null).
+absl::Status Load(loader::InputSetReader& reader, const loader::InputSet& inputs,
+                  store::TempStore& store, SortProgress* progress) {
   for (;;) {
     ASSIGN_OR_RETURN(const size_t added, reader.ReadBatch(store.batch_bytes(), store));
     if (progress != nullptr) {
       progress->records_loaded.store(reader.stats().records, std::memory_order_relaxed);
-      progress->input_bytes.store(input.bytes_consumed(), std::memory_order_relaxed);
+      progress->input_bytes.store(inputs.progress().bytes_read(), std::memory_order_relaxed);
     }
     RETURN_IF_ERROR(store.CommitBatch());
     if (added == 0) return absl::OkStatus();
@@ -166,19 +166,40 @@ absl::StatusOr<RecordTally> Emit(store::SortedReader& reader, output::RecordSink
   return tally;
 }
 
-// OUT may be the input file, as with samtools: the input is read to its
+// OUT may be an input file, as with samtools: the inputs are read to their
 // end before the output, a new file, replaces it. Not a FIFO or device
 // written in place while it is being read (checked before the input is
 // opened: opening a FIFO waits for a writer).
 absl::Status CheckOutputIsNotStreamedInput(const SortOptions& options) {
   struct stat in_st, out_st;
-  if (options.input != "-" && output::OutputFile::WritesInPlace(options.output) &&
-      ::stat(options.input.c_str(), &in_st) == 0 && ::stat(options.output.c_str(), &out_st) == 0 &&
-      in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("output \"%s\" is the input, which is not a regular file", options.output));
+  if (!output::OutputFile::WritesInPlace(options.output) ||
+      ::stat(options.output.c_str(), &out_st) != 0) {
+    return absl::OkStatus();
+  }
+  for (const std::string& input : options.inputs) {
+    if (input != "-" && ::stat(input.c_str(), &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
+        in_st.st_ino == out_st.st_ino) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "output \"%s\" is an input, which is not a regular file", options.output));
+    }
   }
   return absl::OkStatus();
+}
+
+// Opens the inputs, each read ahead as its own device prefers, and
+// combines their headers.
+absl::StatusOr<std::unique_ptr<loader::InputSet>> OpenInputs(const SortOptions& options,
+                                                             int threads) {
+  std::vector<uint64_t> chunks;
+  for (const std::string& input : options.inputs) {
+    const DiskDetection disk = input == "-" ? DiskDetection{} : DetectDiskKind(input);
+    chunks.push_back(loader::InputReadaheadChunk(disk.request_bytes, disk.max_read_bytes));
+  }
+  loader::InputOptions input_options;
+  input_options.threads = threads;
+  input_options.reference = options.reference;
+  input_options.format_options = options.input_format_options;
+  return loader::InputSet::Open(options.inputs, input_options, chunks);
 }
 
 // The output file and, with --write-index, its index file.
@@ -226,36 +247,23 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
     if (observer.on_notice) observer.on_notice(line);
   };
 
-  // Open: input, header, output, store. An unwritable output fails before
+  // Open: inputs, header, output, store. An unwritable output fails before
   // hours are spent on the sort.
   RETURN_IF_ERROR(CheckOutputIsNotStreamedInput(options));
-  // The input's own device decides how it is read ahead; htslib's decode
-  // threads inherit the name given around their creation.
-  const DiskDetection input_disk =
-      options.input == "-" ? DiskDetection{} : DetectDiskKind(options.input);
-  const std::string thread_name = ThreadName();
-  SetThreadName("rs-decode");
-  loader::InputOptions input_options;
-  input_options.threads = threads;
-  input_options.readahead_chunk =
-      loader::InputReadaheadChunk(input_disk.request_bytes, input_disk.max_read_bytes);
-  input_options.reference = options.reference;
-  input_options.format_options = options.input_format_options;
-  absl::StatusOr<std::unique_ptr<loader::Input>> opened =
-      loader::Input::Open(options.input, input_options);
-  SetThreadName(thread_name.c_str());
-  ASSIGN_OR_RETURN(std::unique_ptr<loader::Input> input, std::move(opened));
-  absl::StatusOr<HeaderPtr> made_header = MakeOutputHeader(input->header(), options);
+  ASSIGN_OR_RETURN(std::unique_ptr<loader::InputSet> inputs, OpenInputs(options, threads));
+  // Messages about the header name the input it came from (one input) or
+  // none (several: the header is theirs combined).
+  const std::string header_source = inputs->size() == 1 ? inputs->name(0) + ": " : "";
+  absl::StatusOr<HeaderPtr> made_header = MakeOutputHeader(inputs->header(), options);
   if (!made_header.ok()) {
     return absl::Status(made_header.status().code(),
-                        absl::StrCat(input->name(), ": ", made_header.status().message()));
+                        absl::StrCat(header_source, made_header.status().message()));
   }
   const HeaderPtr out_header = *std::move(made_header);
   // A header BAM cannot hold (a reference longer than 2^31 - 1, from SAM
   // text) fails now, not after the sort.
   if (absl::StatusOr<std::string> encoded = output::EncodeBamHeader(*out_header); !encoded.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s", input->name(), encoded.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat(header_source, encoded.status().message()));
   }
   // So does an output htslib can't write as asked (a CRAM reference that
   // can't be loaded, an index for uncompressed SAM).
@@ -263,7 +271,7 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
                                     options.output == "-" ? "stdout" : options.output,
                                     options.write_index));
   ASSIGN_OR_RETURN(const std::unique_ptr<keycodec::KeyEncoder> keys,
-                   keycodec::MakeKeyEncoder(options.order, input->header()));
+                   keycodec::MakeKeyEncoder(options.order, inputs->header()));
   ASSIGN_OR_RETURN(Outputs outputs, CreateOutputs(options, registry));
   if (options.verbosity > 0) {
     notice(absl::StrFormat(
@@ -284,19 +292,23 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
 
   // Load.
   if (observer.progress != nullptr) {
-    observer.progress->input_size.store(input->size(), std::memory_order_relaxed);
+    observer.progress->input_size.store(inputs->progress().total_bytes(),
+                                        std::memory_order_relaxed);
   }
   PhaseMeter load(Phase::kLoad, observer, report);
-  loader::RecordReader reader(*input, *keys);
-  const absl::Status loaded = Load(*input, reader, *store, observer.progress);
+  // The reader closes each input (its decode threads and buffers) once
+  // read to its end.
+  loader::InputSetReader reader(*inputs, *keys);
+  const absl::Status loaded = Load(reader, *inputs, *store, observer.progress);
   load.End();
   RETURN_IF_ERROR(loaded);
-  const loader::LoadStats& load_stats = reader.stats();
-  report->input_missing_eof_marker = load_stats.missing_eof_marker;
+  const loader::LoadStats load_stats = reader.stats();
+  for (const loader::InputSetReader::TruncatedInput& t : reader.missing_eof_marker()) {
+    report->inputs_missing_eof_marker.push_back({t.name, t.records});
+  }
   report->records = load_stats.records;
   report->record_bytes = load_stats.record_bytes;
   const RecordTally read_tally{load_stats.records, load_stats.record_bytes, load_stats.checksum};
-  input.reset();  // Frees the decode threads and their buffers.
 
   // Merge.
   PhaseMeter merge(Phase::kMerge, observer, report);

@@ -1,7 +1,8 @@
 // File: pipeline/pipeline.h
 // -----------------------------------------------------------------------------
 // One sort, end to end, in four phases:
-//   open:  the input (loader), the output header (the order's @HD, @PG), the
+//   open:  the inputs (loader; several combined as samtools merge combines
+//          them), the output header (the order's @HD, @PG), the
 //          partial output file (output), the temporary store (store);
 //   load:  read a batch of keyed records into the store, commit it, repeat;
 //   merge: let the store settle its sorted runs (store::FinishLoading);
@@ -36,7 +37,9 @@ enum class Phase { kLoad, kMerge, kEmit };
 const char* PhaseName(Phase phase);
 
 struct SortOptions {
-  std::string input = "-";   // Path, or "-" for stdin.
+  // Paths, or "-" for stdin (at most once), read as their concatenation:
+  // equal keys keep input order, then record order.
+  std::vector<std::string> inputs = {"-"};
   std::string output = "-";  // Path, or "-" for stdout.
   keycodec::SortOrder order;
   // --reference: FASTA for decoding CRAM input (and @SQ lines for SAM text
@@ -138,9 +141,14 @@ struct SortReport {
   uint64_t size_hint = 0;           // The size the store planned with (0 = unknown).
   std::string size_hint_source;     // "-s", "estimated from the input file", ...
   std::string temp_dir;
-  // The input had no BGZF EOF marker (it may be truncated at a block
-  // boundary); the CLI warns after a successful sort.
-  bool input_missing_eof_marker = false;
+  // The inputs that had no end-of-file marker (BGZF EOF block, CRAM EOF
+  // container: each may be truncated at a block boundary), with the records
+  // read from each; the CLI warns after a successful sort.
+  struct TruncatedInput {
+    std::string name;
+    uint64_t records = 0;
+  };
+  std::vector<TruncatedInput> inputs_missing_eof_marker;
   uint64_t records = 0;
   uint64_t record_bytes = 0;  // Uncompressed BAM record bytes (the real -s).
   uint64_t output_bytes = 0;  // Compressed bytes written.
@@ -175,7 +183,7 @@ uint64_t MemoryBudget(const SortOptions& options);
 // The temporary directory prefix RunSort uses for `options` (see temp_prefix).
 std::string TempDirPrefix(const SortOptions& options);
 
-// Sorts options.input into options.output. `cancelled` (may be null) stops
+// Sorts options.inputs into options.output. `cancelled` (may be null) stops
 // the sort with Cancelled; `registry` (may be null) learns every path to
 // remove on a forced exit. `report` (may be null) is filled as far as the
 // sort got, also on failure.

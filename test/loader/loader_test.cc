@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "htslib/bgzf.h"
@@ -145,6 +146,65 @@ TEST_F(LoaderTest, MissingInputIsNotFound) {
   ASSERT_FALSE(input.ok());
   EXPECT_EQ(input.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(input.status().message().find("nope.bam"), std::string::npos);
+}
+
+// Two files read as their concatenation: input indexes run on into the
+// second, whose colliding @RG ID is renamed in header and records; the
+// byte counts for progress add up to the files' sizes.
+TEST_F(LoaderTest, InputSetReadsInputsAsOneConcatenatedInput) {
+  const std::string header = "@HD\tVN:1.6\n@SQ\tSN:c1\tLN:1000\n@RG\tID:g\n";
+  const std::string first = dir_.File("first.sam");
+  const std::string second = dir_.File("second.sam");
+  testing::WriteFileOrDie(first, header + "a\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\tRG:Z:g\n" +
+                                     "b\t0\tc1\t20\t60\t4M\t*\t0\t0\tACGT\tIIII\tRG:Z:g\n");
+  testing::WriteFileOrDie(second, header + "c\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\tRG:Z:g\n");
+  absl::StatusOr<std::unique_ptr<InputSet>> set =
+      InputSet::Open({first, second}, InputOptions{}, {4096, 4096});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ((*set)->size(), 2u);
+  EXPECT_EQ((*set)->name(1), second);
+  EXPECT_EQ(sam_hdr_count_lines(const_cast<sam_hdr_t*>(&(*set)->header()), "RG"), 2);
+  const uint64_t total = std::filesystem::file_size(first) + std::filesystem::file_size(second);
+  EXPECT_EQ((*set)->progress().total_bytes(), total);
+  EXPECT_EQ((*set)->progress().bytes_read(), 0u);
+
+  const std::unique_ptr<keycodec::KeyEncoder> keys =
+      *keycodec::MakeKeyEncoder(keycodec::SortOrder(), (*set)->header());
+  InputSetReader reader(**set, *keys);
+  CollectingSink sink;
+  size_t added = 0;
+  for (absl::StatusOr<size_t> n; (n = reader.ReadBatch(1, sink)).ok() && *n > 0;) added += *n;
+  EXPECT_EQ(added, 3u);
+  EXPECT_EQ(reader.stats().records, 3u);
+  EXPECT_TRUE(reader.missing_eof_marker().empty());
+  EXPECT_EQ((*set)->progress().bytes_read(), total);
+  ASSERT_EQ(sink.entries.size(), 3u);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(keycodec::DecodeCoordinateKey(sink.entries[i].first)->seq, i);
+    names.push_back(std::string(record::RecordView(sink.entries[i].second).qname()));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b", "c"}));
+  // The second file's record carries the renamed ID (its bytes end in it).
+  EXPECT_TRUE(absl::EndsWith(sink.entries[0].second, std::string("RGZg\0", 5)));
+  EXPECT_TRUE(absl::EndsWith(sink.entries[2].second, std::string("RGZg-15DDB16E\0", 14)));
+}
+
+TEST_F(LoaderTest, InputSetTakesStdinOnce) {
+  absl::StatusOr<std::unique_ptr<InputSet>> set =
+      InputSet::Open({"-", "-"}, InputOptions{}, {0, 0});
+  ASSERT_FALSE(set.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(set.status())) << set.status();
+}
+
+TEST(EstimateUncompressedSize, SumsInputsAndIsUnknownIfOneIs) {
+  ScratchDir dir;
+  const std::string a = dir.File("a.sam");
+  testing::WriteFileOrDie(a, "@SQ\tSN:c1\tLN:1000\n");
+  EXPECT_EQ(EstimateUncompressedSize(std::vector<std::string>{a, a}),
+            2 * EstimateUncompressedSize(a));
+  EXPECT_NE(EstimateUncompressedSize(a), 0u);
+  EXPECT_EQ(EstimateUncompressedSize(std::vector<std::string>{a, "-"}), 0u);
 }
 
 TEST(InputReadaheadChunk, WholeRequestsTheKernelReadsAtOnce) {

@@ -43,7 +43,7 @@ class PipelineTest : public ::testing::Test {
  protected:
   SortOptions Options(const std::string& in, const std::string& out) {
     SortOptions o;
-    o.input = in;
+    o.inputs = {in};
     o.output = out;
     o.version = "test";
     o.command_line = "rocksort test";
@@ -158,7 +158,7 @@ TEST(PipelineTempDirTest, StreamOutputsPutTempDataUnderTmpdir) {
   const std::string saved = old_tmpdir != nullptr ? old_tmpdir : "";
   ::setenv("TMPDIR", dir.path().c_str(), 1);
   SortOptions o;
-  o.input = "in.bam";
+  o.inputs = {"in.bam"};
   o.output = "/dev/null";
   EXPECT_EQ(TempDirPrefix(o), dir.path() + "/rocksort.");
   o.output = "-";
@@ -193,7 +193,7 @@ TEST_P(CancelAtPhaseTest, CancellationInEachPhaseLeavesNoOutputAndNoTempData) {
   testing::WriteFileOrDie(in, MakeSam(20000));
   std::atomic<bool> cancelled{false};
   SortOptions o;
-  o.input = in;
+  o.inputs = {in};
   o.output = dir.File("out.bam");
   o.memory_per_thread = 1 << 20;  // Many runs, so merging has work to do.
   o.disk = DiskKind::kHdd;

@@ -32,7 +32,7 @@ TEST(ParseCommandLine, SamtoolsStyleFlags) {
   EXPECT_EQ(o.temp_prefix, "/tmp/x");
   EXPECT_EQ(o.size_hint, std::optional<uint64_t>(512ull << 30));
   EXPECT_FALSE(o.add_pg);
-  EXPECT_EQ(o.input, "in.bam");
+  EXPECT_EQ(o.inputs, std::vector<std::string>{"in.bam"});
   EXPECT_EQ(o.output, "out.bam");
 }
 
@@ -42,7 +42,7 @@ TEST(ParseCommandLine, PositionalOutputAndStdin) {
   EXPECT_EQ(c->sort.output, "out.bam");
   c = Parse({"-"});
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->sort.input, "-");
+  EXPECT_EQ(c->sort.inputs, std::vector<std::string>{"-"});
   EXPECT_EQ(c->sort.output, "-");
   c = Parse({});  // stdin is a pipe.
   ASSERT_TRUE(c.ok());
@@ -376,11 +376,58 @@ TEST(ParseCommandLine, RejectsNonsenseValues) {
                                              {"--run-compression", "zlib", "in.bam"},
                                              {"-T", "", "in.bam"},
                                              {"--bogus", "in.bam"},
-                                             {"-o", "o.bam", "in.bam", "extra.bam"},
                                              {"a.bam", "b.bam", "c.bam"},
                                              {"in.bam", "-m"}}) {
     EXPECT_FALSE(Parse(args).ok()) << args[0] << " " << args[1];
   }
+}
+
+// With -o every positional argument is an input; without, the last of two
+// is the output and a third is refused.
+TEST(ParseCommandLine, SeveralInputsNeedDashO) {
+  absl::StatusOr<Command> c = Parse({"-o", "out.bam", "a.bam", "-", "c.cram"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.inputs, (std::vector<std::string>{"a.bam", "-", "c.cram"}));
+  EXPECT_EQ(c->sort.output, "out.bam");
+  c = Parse({"a.bam", "b.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.inputs, std::vector<std::string>{"a.bam"});
+  EXPECT_EQ(c->sort.output, "b.bam");
+  c = Parse({"a.bam", "b.bam", "c.bam"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::StrContains(c.status().message(), "-o")) << c.status();
+}
+
+// As samtools merge: the inputs of every -b list, in order, then those on
+// the command line; empty lines are skipped.
+TEST(ParseCommandLine, InputListsComeBeforePositionalInputs) {
+  testing::ScratchDir dir;
+  const std::string list1 = dir.File("one.txt");
+  const std::string list2 = dir.File("two.txt");
+  testing::WriteFileOrDie(list1, "a.bam\n\nb 2.sam\r\n");
+  testing::WriteFileOrDie(list2, "c.cram");
+  absl::StatusOr<Command> c = Parse({"-b", list1, "-o", "out.bam", "x.bam", "-b", list2});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.inputs, (std::vector<std::string>{"a.bam", "b 2.sam", "c.cram", "x.bam"}));
+  // A list alone: no stdin, even when stdin is a terminal.
+  c = Parse({"-b", list2}, /*tty=*/true);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->action, Command::Action::kSort);
+  EXPECT_EQ(c->sort.inputs, std::vector<std::string>{"c.cram"});
+}
+
+TEST(ParseCommandLine, MissingOrEmptyInputListIsAnErrorNamingIt) {
+  testing::ScratchDir dir;
+  const std::string missing = dir.File("missing.txt");
+  absl::StatusOr<Command> c = Parse({"-b", missing, "-o", "out.bam"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::IsNotFound(c.status())) << c.status();
+  EXPECT_TRUE(absl::StrContains(c.status().message(), missing)) << c.status();
+  const std::string empty = dir.File("empty.txt");
+  testing::WriteFileOrDie(empty, "\n\n");
+  c = Parse({"-b", empty, "-o", "out.bam"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::StrContains(c.status().message(), empty)) << c.status();
 }
 
 // samtools sorts a file onto itself; so does rocksort (the output replaces
@@ -388,7 +435,7 @@ TEST(ParseCommandLine, RejectsNonsenseValues) {
 TEST(ParseCommandLine, OutputMayBeTheInput) {
   const absl::StatusOr<Command> c = Parse({"x.bam", "x.bam"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->sort.input, "x.bam");
+  EXPECT_EQ(c->sort.inputs, std::vector<std::string>{"x.bam"});
   EXPECT_EQ(c->sort.output, "x.bam");
 }
 
