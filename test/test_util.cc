@@ -17,7 +17,7 @@
 #include "htslib/bgzf.h"
 #include "htslib/sam.h"
 
-namespace rocksort::testing {
+namespace rocksort::test_util {
 
 ScratchDir::ScratchDir() {
   const char* tmp = std::getenv("TMPDIR");
@@ -158,4 +158,4 @@ std::string CompareAlignmentFiles(const std::string& expected, const std::string
 std::string RocksortBinary() { return ROCKSORT_BINARY; }
 std::string GenReadsBinary() { return GEN_READS_BINARY; }
 
-}  // namespace rocksort::testing
+}  // namespace rocksort::test_util

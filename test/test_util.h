@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace rocksort::testing {
+namespace rocksort::test_util {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents when
 // the object dies.
@@ -59,6 +59,6 @@ void WriteFileOrDie(const std::string& path, const std::string& contents);
 std::string RocksortBinary();
 std::string GenReadsBinary();
 
-}  // namespace rocksort::testing
+}  // namespace rocksort::test_util
 
 #endif  // ROCKSORT_TEST_TEST_UTIL_H_

@@ -31,7 +31,7 @@ class DiskDetectTest : public ::testing::Test {
   }
   void Disk(const std::string& rel, int rotational) {
     fs::create_directories(root_ + "/devices/" + rel + "/queue");
-    testing::WriteFileOrDie(root_ + "/devices/" + rel + "/queue/rotational",
+    test_util::WriteFileOrDie(root_ + "/devices/" + rel + "/queue/rotational",
                             absl::StrCat(rotational, "\n"));
   }
   void Link(const std::string& rel) {
@@ -39,7 +39,7 @@ class DiskDetectTest : public ::testing::Test {
   }
   DiskDetection Detect() { return DetectDiskKind(dir_.path(), root_); }
 
-  testing::ScratchDir dir_;
+  test_util::ScratchDir dir_;
   std::string dev_, root_;
 };
 
@@ -52,7 +52,7 @@ TEST_F(DiskDetectTest, RotationalDiskIsHdd) {
 TEST_F(DiskDetectTest, PartitionUsesItsParentDisk) {
   Disk("nvme0n1", 0);
   fs::create_directories(root_ + "/devices/nvme0n1/nvme0n1p2");
-  testing::WriteFileOrDie(root_ + "/devices/nvme0n1/nvme0n1p2/partition", "2\n");
+  test_util::WriteFileOrDie(root_ + "/devices/nvme0n1/nvme0n1p2/partition", "2\n");
   Link("nvme0n1/nvme0n1p2");
   const DiskDetection d = Detect();
   EXPECT_EQ(d.kind, DiskKind::kSsd);
@@ -71,11 +71,11 @@ TEST_F(DiskDetectTest, DeviceMapperOverAnyRotatingDiskIsHdd) {
 
 TEST_F(DiskDetectTest, RequestSizeIsTheSmallerOfSectorAndSegmentLimits) {
   Disk("vda", 1);
-  testing::WriteFileOrDie(root_ + "/devices/vda/queue/max_sectors_kb", "4096\n");
-  testing::WriteFileOrDie(root_ + "/devices/vda/queue/max_segments", "254\n");
-  testing::WriteFileOrDie(root_ + "/devices/vda/queue/max_segment_size", "4294967295\n");
+  test_util::WriteFileOrDie(root_ + "/devices/vda/queue/max_sectors_kb", "4096\n");
+  test_util::WriteFileOrDie(root_ + "/devices/vda/queue/max_segments", "254\n");
+  test_util::WriteFileOrDie(root_ + "/devices/vda/queue/max_segment_size", "4294967295\n");
   fs::create_directories(root_ + "/devices/vda/vda1");
-  testing::WriteFileOrDie(root_ + "/devices/vda/vda1/partition", "1\n");
+  test_util::WriteFileOrDie(root_ + "/devices/vda/vda1/partition", "1\n");
   Link("vda/vda1");  // A partition: its disk's queue limits apply.
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const DiskDetection d = Detect();
@@ -85,9 +85,9 @@ TEST_F(DiskDetectTest, RequestSizeIsTheSmallerOfSectorAndSegmentLimits) {
 
 TEST_F(DiskDetectTest, DeviceMapperUsesItsOwnQueueLimits) {
   Disk("sdb", 1);
-  testing::WriteFileOrDie(root_ + "/devices/sdb/queue/max_sectors_kb", "4096\n");
+  test_util::WriteFileOrDie(root_ + "/devices/sdb/queue/max_sectors_kb", "4096\n");
   Disk("dm-0", 1);  // The stacked device's queue holds the combined limits.
-  testing::WriteFileOrDie(root_ + "/devices/dm-0/queue/max_sectors_kb", "512\n");
+  test_util::WriteFileOrDie(root_ + "/devices/dm-0/queue/max_sectors_kb", "512\n");
   fs::create_directories(root_ + "/devices/dm-0/slaves");
   fs::create_directory_symlink(root_ + "/devices/sdb", root_ + "/devices/dm-0/slaves/sdb");
   Link("dm-0");
@@ -99,7 +99,7 @@ TEST_F(DiskDetectTest, DeviceMapperUsesItsOwnQueueLimits) {
 
 TEST_F(DiskDetectTest, RequestSizeWithoutSegmentLimitIsMaxSectors) {
   Disk("sda", 1);
-  testing::WriteFileOrDie(root_ + "/devices/sda/queue/max_sectors_kb", "1280\n");
+  test_util::WriteFileOrDie(root_ + "/devices/sda/queue/max_sectors_kb", "1280\n");
   Link("sda");
   EXPECT_EQ(Detect().request_bytes, 1280u * 1024);
 }

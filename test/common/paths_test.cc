@@ -10,7 +10,7 @@
 namespace rocksort {
 namespace {
 
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::ScratchDir;
 
 TEST(FitFileNameTest, ShortensOnlyTheLastComponentAndOnlyWhenNeeded) {
   ScratchDir dir;

@@ -22,9 +22,9 @@
 namespace rocksort {
 namespace {
 
-using testing::CommandResult;
-using testing::RunCommand;
-using testing::ScratchDir;
+using test_util::CommandResult;
+using test_util::RunCommand;
+using test_util::ScratchDir;
 
 // The integer after `key` in the statistics JSON, -1 if the key is missing.
 int NumberAfter(const std::string& json, const std::string& key) {
@@ -40,7 +40,7 @@ class EndToEndTest : public ::testing::Test {
   std::string Generate(const std::string& name, const std::string& args) {
     const std::string path = dir_.File(name);
     const CommandResult r =
-        RunCommand(absl::StrCat(testing::GenReadsBinary(), " ", args, " -o ", path));
+        RunCommand(absl::StrCat(test_util::GenReadsBinary(), " ", args, " -o ", path));
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
     return path;
   }
@@ -58,12 +58,12 @@ class EndToEndTest : public ::testing::Test {
   void ExpectSameAsSamtools(const std::string& in, const std::string& args) {
     const std::string expected = SamtoolsSort(in);
     const std::string out = dir_.File("out.bam");
-    const CommandResult r = RunCommand(absl::StrCat(testing::RocksortBinary(), " ", args));
+    const CommandResult r = RunCommand(absl::StrCat(test_util::RocksortBinary(), " ", args));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
     EXPECT_EQ(RunCommand("samtools quickcheck " + out).exit_code, 0);
-    EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
-    absl::StatusOr<std::string> expected_bytes = testing::ReadBamRecordBytes(expected);
-    absl::StatusOr<std::string> actual_bytes = testing::ReadBamRecordBytes(out);
+    EXPECT_EQ(test_util::CompareAlignmentFiles(expected, out), "");
+    absl::StatusOr<std::string> expected_bytes = test_util::ReadBamRecordBytes(expected);
+    absl::StatusOr<std::string> actual_bytes = test_util::ReadBamRecordBytes(out);
     ASSERT_TRUE(expected_bytes.ok() && actual_bytes.ok());
     EXPECT_TRUE(*expected_bytes == *actual_bytes) << "decompressed record bytes differ";
     ExpectNoTempLeftovers();
@@ -83,7 +83,7 @@ class EndToEndTest : public ::testing::Test {
     const std::string stats = dir_.File("stats.json");
     ExpectSameAsSamtools(
         in, absl::StrCat("--stats-json ", stats, " -o ", dir_.File("out.bam"), " ", args));
-    return testing::ReadFileOrDie(stats);
+    return test_util::ReadFileOrDie(stats);
   }
 
   ScratchDir dir_;
@@ -192,7 +192,7 @@ TEST_F(EndToEndTest, IntermediateMergesCountInWriteAmplification) {
 
 TEST_F(EndToEndTest, ZeroRecordsGiveAValidEmptyBam) {
   const std::string in = dir_.File("empty.sam");
-  testing::WriteFileOrDie(in, "@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:1000\n");
+  test_util::WriteFileOrDie(in, "@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:1000\n");
   ExpectSameAsSamtools(in, absl::StrCat(in, " ", dir_.File("out.bam")));
 }
 
@@ -202,7 +202,7 @@ TEST_F(EndToEndTest, UnmappedOnlyInputKeepsInputOrder) {
     absl::StrAppend(&sam, "u", (i * 7919) % 3000, "\t4\t*\t0\t0\t*\t*\t0\t0\tACGTN\tIIIII\n");
   }
   const std::string in = dir_.File("unmapped.sam");
-  testing::WriteFileOrDie(in, sam);
+  test_util::WriteFileOrDie(in, sam);
   ExpectSameAsSamtools(in, absl::StrCat("-m 1M ", in, " ", dir_.File("out.bam")));
 }
 
@@ -218,18 +218,18 @@ TEST_F(EndToEndTest, LargestBamPositionMatchesSamtools) {
   }
   absl::StrAppend(&sam, "s\t0\tc2\t1\t60\t1M\t*\t0\t0\tA\tI\n");
   const std::string in = dir_.File("largest.sam");
-  testing::WriteFileOrDie(in, sam);
+  test_util::WriteFileOrDie(in, sam);
   ExpectSameAsSamtools(in, absl::StrCat(in, " ", dir_.File("out.bam")));
 }
 
 TEST_F(EndToEndTest, HeaderWithoutHdGetsSortOrder) {
   const std::string in = dir_.File("nohd.sam");
-  testing::WriteFileOrDie(in,
+  test_util::WriteFileOrDie(in,
                           "@SQ\tSN:chr1\tLN:1000\n"
                           "b\t0\tchr1\t20\t60\t2M\t*\t0\t0\tAC\tII\n"
                           "a\t0\tchr1\t10\t60\t2M\t*\t0\t0\tAC\tII\n");
   ExpectSameAsSamtools(in, absl::StrCat(in, " ", dir_.File("out.bam")));
-  absl::StatusOr<testing::AlignmentFile> out = testing::ReadAlignmentFile(dir_.File("out.bam"));
+  absl::StatusOr<test_util::AlignmentFile> out = test_util::ReadAlignmentFile(dir_.File("out.bam"));
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out->header_without_pg.rfind("@HD\tVN:", 0), 0u) << out->header_without_pg;
   EXPECT_NE(out->header_without_pg.find("SO:coordinate"), std::string::npos);
@@ -244,7 +244,7 @@ TEST_F(EndToEndTest, HdGroupingAndSubSortAreDroppedLikeSamtools) {
         "@HD\tVN:1.6\tXX:y\tSO:unsorted\tGO:none\tZZ:q"}) {
     SCOPED_TRACE(hd);
     const std::string in = dir_.File("hd.sam");
-    testing::WriteFileOrDie(in, absl::StrCat(hd,
+    test_util::WriteFileOrDie(in, absl::StrCat(hd,
                                              "\n@SQ\tSN:chr1\tLN:1000\n"
                                              "b\t0\tchr1\t20\t60\t2M\t*\t0\t0\tAC\tII\n"
                                              "a\t0\tchr1\t10\t60\t2M\t*\t0\t0\tAC\tII\n"));
@@ -255,11 +255,11 @@ TEST_F(EndToEndTest, HdGroupingAndSubSortAreDroppedLikeSamtools) {
 TEST_F(EndToEndTest, PgLineRecordsTheCommandUnlessDisabled) {
   const std::string in = Generate("in.bam", "-n 100 --seed 8");
   const std::string out = dir_.File("out.bam");
-  ASSERT_EQ(RunCommand(absl::StrCat(testing::RocksortBinary(), " ", in, " ", out)).exit_code, 0);
+  ASSERT_EQ(RunCommand(absl::StrCat(test_util::RocksortBinary(), " ", in, " ", out)).exit_code, 0);
   CommandResult h = RunCommand("samtools view -H " + out);
   EXPECT_NE(h.stdout_text.find("@PG\tID:rocksort"), std::string::npos) << h.stdout_text;
   ASSERT_EQ(
-      RunCommand(absl::StrCat(testing::RocksortBinary(), " --no-PG ", in, " ", out)).exit_code, 0);
+      RunCommand(absl::StrCat(test_util::RocksortBinary(), " --no-PG ", in, " ", out)).exit_code, 0);
   h = RunCommand("samtools view --no-PG -H " + out);
   EXPECT_EQ(h.stdout_text.find("ID:rocksort"), std::string::npos) << h.stdout_text;
 }
@@ -267,10 +267,10 @@ TEST_F(EndToEndTest, PgLineRecordsTheCommandUnlessDisabled) {
 TEST_F(EndToEndTest, CorruptInputFailsWithoutOutputOrTempData) {
   const std::string in = Generate("in.bam", "-n 20000 --seed 9");
   const std::string truncated = dir_.File("trunc.bam");
-  const std::string bytes = testing::ReadFileOrDie(in);
-  testing::WriteFileOrDie(truncated, bytes.substr(0, bytes.size() / 2));
+  const std::string bytes = test_util::ReadFileOrDie(in);
+  test_util::WriteFileOrDie(truncated, bytes.substr(0, bytes.size() / 2));
   const CommandResult r = RunCommand(
-      absl::StrCat(testing::RocksortBinary(), " -o ", dir_.File("out.bam"), " ", truncated));
+      absl::StrCat(test_util::RocksortBinary(), " -o ", dir_.File("out.bam"), " ", truncated));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.stderr_text.find("trunc.bam"), std::string::npos) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("record"), std::string::npos) << r.stderr_text;
@@ -285,7 +285,7 @@ TEST_F(EndToEndTest, SignalWhileReadingStdinCleansUp) {
     ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
     const std::string script = absl::StrCat(
         "(printf '@SQ\\tSN:c\\tLN:9\\nr\\t0\\tc\\t1\\t9\\t1M\\t*\\t0\\t0\\tA\\tI\\n'; sleep 30) > ",
-        fifo, " & feeder=$!; ", testing::RocksortBinary(), " -o ", dir_.File("out.bam"), " - < ",
+        fifo, " & feeder=$!; ", test_util::RocksortBinary(), " -o ", dir_.File("out.bam"), " - < ",
         fifo, " & pid=$!; sleep 1; kill -", sig, " $pid; wait $pid; code=$?; kill $feeder; ",
         "exit $code");
     const CommandResult r = RunCommand(script);
@@ -298,7 +298,7 @@ TEST_F(EndToEndTest, SignalWhileReadingStdinCleansUp) {
 TEST_F(EndToEndTest, ClosedStdoutFailsCleanly) {
   const std::string in = Generate("in.bam", "-n 20000 --seed 10");
   const CommandResult status =
-      RunCommand(absl::StrCat("cd ", dir_.path(), " && bash -c '", testing::RocksortBinary(),
+      RunCommand(absl::StrCat("cd ", dir_.path(), " && bash -c '", test_util::RocksortBinary(),
                               " -l 0 ", in, " | head -c 100 > /dev/null; exit ${PIPESTATUS[0]}'"));
   EXPECT_EQ(status.exit_code, 1) << status.stderr_text;
   EXPECT_NE(status.stderr_text.find("stdout"), std::string::npos) << status.stderr_text;
@@ -337,7 +337,7 @@ TEST_F(EndToEndTest, PlainGzipSamMatchesSamtoolsWithoutATruncationWarning) {
   const std::string in = sam + ".gz";
   ExpectSameAsSamtools(in, absl::StrCat("-@ 2 -o ", dir_.File("out.bam"), " ", in));
   const CommandResult r =
-      RunCommand(absl::StrCat(testing::RocksortBinary(), " -o ", dir_.File("out2.bam"), " ", in));
+      RunCommand(absl::StrCat(test_util::RocksortBinary(), " -o ", dir_.File("out2.bam"), " ", in));
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(r.stderr_text, "");
 }
@@ -350,7 +350,7 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
   // A FASTA with the @SQ names and lengths, 60 bases per line.
   std::string fasta;
   uint64_t x = 0x9E3779B97F4A7C15ULL;
-  const std::string sam_text = testing::ReadFileOrDie(sam);
+  const std::string sam_text = test_util::ReadFileOrDie(sam);
   for (absl::string_view line : absl::StrSplit(sam_text, '\n')) {
     if (!absl::StartsWith(line, "@SQ")) continue;
     std::string name;
@@ -369,7 +369,7 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
     }
   }
   const std::string written_with = dir_.File("ref_at_write.fa");
-  testing::WriteFileOrDie(written_with, fasta);
+  test_util::WriteFileOrDie(written_with, fasta);
   const std::string cram = dir_.File("in.cram");
   ASSERT_EQ(RunCommand(absl::StrCat("samtools view -C -T ", written_with, " -o ", cram, " ", sam))
                 .exit_code,
@@ -385,11 +385,11 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
   ASSERT_EQ(s.exit_code, 0) << s.stderr_text;
   const std::string out = dir_.File("out.bam");
   const CommandResult r = RunCommand(absl::StrCat(
-      env, testing::RocksortBinary(), " -@ 2 --reference ", ref, " -o ", out, " ", cram));
+      env, test_util::RocksortBinary(), " -@ 2 --reference ", ref, " -o ", out, " ", cram));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
-  absl::StatusOr<std::string> expected_bytes = testing::ReadBamRecordBytes(expected);
-  absl::StatusOr<std::string> actual_bytes = testing::ReadBamRecordBytes(out);
+  EXPECT_EQ(test_util::CompareAlignmentFiles(expected, out), "");
+  absl::StatusOr<std::string> expected_bytes = test_util::ReadBamRecordBytes(expected);
+  absl::StatusOr<std::string> actual_bytes = test_util::ReadBamRecordBytes(out);
   ASSERT_TRUE(expected_bytes.ok() && actual_bytes.ok());
   EXPECT_TRUE(*expected_bytes == *actual_bytes) << "decompressed record bytes differ";
 
@@ -397,12 +397,12 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
   // With a reference that does not exist: a failure naming that file.
   ::unlink(out.c_str());
   const CommandResult none =
-      RunCommand(absl::StrCat(env, testing::RocksortBinary(), " -o ", out, " ", cram));
+      RunCommand(absl::StrCat(env, test_util::RocksortBinary(), " -o ", out, " ", cram));
   EXPECT_EQ(none.exit_code, 1) << none.stderr_text;
   EXPECT_TRUE(absl::StrContains(none.stderr_text, cram)) << none.stderr_text;
   EXPECT_TRUE(absl::StrContains(none.stderr_text, "reference")) << none.stderr_text;
   const std::string missing = dir_.File("missing.fa");
-  const CommandResult bad = RunCommand(absl::StrCat(env, testing::RocksortBinary(), " --reference ",
+  const CommandResult bad = RunCommand(absl::StrCat(env, test_util::RocksortBinary(), " --reference ",
                                                     missing, " -o ", out, " ", cram));
   EXPECT_EQ(bad.exit_code, 1) << bad.stderr_text;
   EXPECT_TRUE(absl::StrContains(bad.stderr_text, missing)) << bad.stderr_text;
@@ -415,10 +415,10 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
 // fail at the first record).
 TEST_F(EndToEndTest, SamWithoutSqTakesReferencesFromTheFastaIndex) {
   const std::string ref = dir_.File("ref.fa");
-  testing::WriteFileOrDie(ref, ">c\nACGTACGTAC\n>d\nACGT\n");
+  test_util::WriteFileOrDie(ref, ">c\nACGTACGTAC\n>d\nACGT\n");
   ASSERT_EQ(RunCommand("samtools faidx " + ref).exit_code, 0);
   const std::string in = dir_.File("no_sq.sam");
-  testing::WriteFileOrDie(in,
+  test_util::WriteFileOrDie(in,
                           "r1\t0\td\t2\t0\t1M\t*\t0\t0\tA\tI\n"
                           "r2\t16\tc\t9\t0\t2M\t*\t0\t0\tAC\tII\n"
                           "r3\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
@@ -430,9 +430,9 @@ TEST_F(EndToEndTest, SamWithoutSqTakesReferencesFromTheFastaIndex) {
   for (const std::string& given : {ref + ".fai", ref}) {
     SCOPED_TRACE(given);
     const CommandResult r = RunCommand(
-        absl::StrCat(testing::RocksortBinary(), " --reference ", given, " -o ", out, " ", in));
+        absl::StrCat(test_util::RocksortBinary(), " --reference ", given, " -o ", out, " ", in));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-    EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
+    EXPECT_EQ(test_util::CompareAlignmentFiles(expected, out), "");
     EXPECT_TRUE(
         absl::StrContains(RunCommand("samtools view -H " + out).stdout_text, "@SQ\tSN:d\tLN:4"));
   }
@@ -448,12 +448,12 @@ TEST_F(EndToEndTest, MoreRunsThanOpenFilesMatchSamtools) {
   const std::string expected = SamtoolsSort(in);
   const std::string out = dir_.File("out.bam");
   const std::string stats = dir_.File("stats.json");
-  const CommandResult r = RunCommand(absl::StrCat("ulimit -n 128 && ", testing::RocksortBinary(),
+  const CommandResult r = RunCommand(absl::StrCat("ulimit -n 128 && ", test_util::RocksortBinary(),
                                                   " -m 1M --no-compaction ", "--stats-json ", stats,
                                                   " -o ", out, " ", in));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
-  const std::string json = testing::ReadFileOrDie(stats);
+  EXPECT_EQ(test_util::CompareAlignmentFiles(expected, out), "");
+  const std::string json = test_util::ReadFileOrDie(stats);
   EXPECT_GT(NumberAfter(json, "\"runs_flushed\": "), 128) << json;
 }
 
@@ -470,8 +470,8 @@ TEST_F(EndToEndTest, WriteIndexIsTheIndexSamtoolsMakes) {
     ASSERT_EQ(
         RunCommand(absl::StrCat("samtools index -c ", out, " ", dir_.File("ref.csi"))).exit_code,
         0);
-    EXPECT_TRUE(testing::ReadFileOrDie(out + ".csi") ==
-                testing::ReadFileOrDie(dir_.File("ref.csi")))
+    EXPECT_TRUE(test_util::ReadFileOrDie(out + ".csi") ==
+                test_util::ReadFileOrDie(dir_.File("ref.csi")))
         << "CSI differs from samtools index -c";
 
     const std::string bai = dir_.File("named.bai");
@@ -480,7 +480,7 @@ TEST_F(EndToEndTest, WriteIndexIsTheIndexSamtoolsMakes) {
     ASSERT_EQ(
         RunCommand(absl::StrCat("samtools index -b ", out, " ", dir_.File("ref.bai"))).exit_code,
         0);
-    EXPECT_TRUE(testing::ReadFileOrDie(bai) == testing::ReadFileOrDie(dir_.File("ref.bai")))
+    EXPECT_TRUE(test_util::ReadFileOrDie(bai) == test_util::ReadFileOrDie(dir_.File("ref.bai")))
         << "BAI differs from samtools index -b";
     // The index works: a region query returns what samtools finds with its own.
     const CommandResult mine =
@@ -505,9 +505,9 @@ TEST_F(EndToEndTest, OutputNamedUpToTheFileSystemLimitIsWritten) {
   // 251 bytes, and 255 with the index's ".csi".
   const std::string out = dir_.File(std::string(247, 'a') + ".bam");
   const CommandResult r =
-      RunCommand(absl::StrCat(testing::RocksortBinary(), " -m 1M --write-index -o ", out, " ", in));
+      RunCommand(absl::StrCat(test_util::RocksortBinary(), " -m 1M --write-index -o ", out, " ", in));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
+  EXPECT_EQ(test_util::CompareAlignmentFiles(expected, out), "");
   EXPECT_EQ(RunCommand("samtools view -c " + out + " chr1").exit_code, 0);
   ExpectNoTempLeftovers();
   EXPECT_EQ(::access((out + ".csi").c_str(), F_OK), 0);
@@ -519,16 +519,16 @@ TEST_F(EndToEndTest, OutputMayBeTheInputFile) {
   const std::string in = Generate("in.bam", "-n 3000 --seed 21");
   const std::string expected = SamtoolsSort(in);
   const CommandResult r =
-      RunCommand(absl::StrCat(testing::RocksortBinary(), " -m 1M -o ", in, " ", in));
+      RunCommand(absl::StrCat(test_util::RocksortBinary(), " -m 1M -o ", in, " ", in));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_EQ(testing::CompareAlignmentFiles(expected, in), "");
+  EXPECT_EQ(test_util::CompareAlignmentFiles(expected, in), "");
   ExpectNoTempLeftovers();
 }
 
 TEST_F(EndToEndTest, WriteIndexToStdoutIsRefused) {
   const std::string in = Generate("in.bam", "-n 100 --seed 19");
   const CommandResult r =
-      RunCommand(absl::StrCat(testing::RocksortBinary(), " --write-index ", in, " > /dev/null"));
+      RunCommand(absl::StrCat(test_util::RocksortBinary(), " --write-index ", in, " > /dev/null"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(absl::StrContains(r.stderr_text, "--write-index")) << r.stderr_text;
 }

@@ -20,9 +20,9 @@
 namespace rocksort {
 namespace {
 
-using testing::CommandResult;
-using testing::RunCommand;
-using testing::ScratchDir;
+using test_util::CommandResult;
+using test_util::RunCommand;
+using test_util::ScratchDir;
 
 // Lines of `text` other than those starting with one of `prefixes`.
 std::string WithoutLines(const std::string& text, const std::vector<std::string>& prefixes) {
@@ -46,7 +46,7 @@ class FormatsTest : public ::testing::Test {
   std::string Generate(const std::string& name, const std::string& args) {
     const std::string path = dir_.File(name);
     const CommandResult r =
-        RunCommand(absl::StrCat(testing::GenReadsBinary(), " ", args, " -o ", path));
+        RunCommand(absl::StrCat(test_util::GenReadsBinary(), " ", args, " -o ", path));
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
     return path;
   }
@@ -74,7 +74,7 @@ class FormatsTest : public ::testing::Test {
       }
     }
     const std::string path = dir_.File("ref.fa");
-    testing::WriteFileOrDie(path, fasta);
+    test_util::WriteFileOrDie(path, fasta);
     EXPECT_EQ(RunCommand("samtools faidx " + path).exit_code, 0);
     return path;
   }
@@ -86,7 +86,7 @@ class FormatsTest : public ::testing::Test {
   }
 
   CommandResult Rocksort(const std::string& args) {
-    return RunCommand(absl::StrCat(Env(), testing::RocksortBinary(), " ", args));
+    return RunCommand(absl::StrCat(Env(), test_util::RocksortBinary(), " ", args));
   }
 
   // `path` as SAM text without @PG lines (decoded with `reference` if given).
@@ -100,7 +100,7 @@ class FormatsTest : public ::testing::Test {
 
   // The file's text without @PG lines, as written.
   std::string FileWithoutPg(const std::string& path) {
-    return WithoutLines(testing::ReadFileOrDie(path), {"@PG\t"});
+    return WithoutLines(test_util::ReadFileOrDie(path), {"@PG\t"});
   }
 
   // No temporary directory or partial output left in dir_.
@@ -131,7 +131,7 @@ TEST_F(FormatsTest, SamMatchesSamtoolsByNameAndByDashO) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(r.stderr_text, "");
   EXPECT_TRUE(FileWithoutPg(out) == expected_text) << "-o out.sam differs from samtools";
-  EXPECT_TRUE(absl::StrContains(testing::ReadFileOrDie(out), "@PG\tID:rocksort"));
+  EXPECT_TRUE(absl::StrContains(test_util::ReadFileOrDie(out), "@PG\tID:rocksort"));
 
   const std::string named_bam = dir_.File("out.bam");  // -O wins over the name.
   r = Rocksort(absl::StrCat("-m 2M -@ 2 -O sam -o ", named_bam, " ", in));
@@ -163,10 +163,10 @@ TEST_F(FormatsTest, NameOrderInSamMatchesSamtools) {
     const std::string out = dir_.File("out.sam");
     const CommandResult r = Rocksort(absl::StrCat(order, " -m 1M -@ 2 -o ", out, " ", in));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-    EXPECT_TRUE(WithoutLines(testing::ReadFileOrDie(out), {"@PG\t", "@HD\t"}) ==
-                WithoutLines(testing::ReadFileOrDie(expected), {"@PG\t", "@HD\t"}));
+    EXPECT_TRUE(WithoutLines(test_util::ReadFileOrDie(out), {"@PG\t", "@HD\t"}) ==
+                WithoutLines(test_util::ReadFileOrDie(expected), {"@PG\t", "@HD\t"}));
     if (order == "-n") {
-      EXPECT_TRUE(absl::StartsWith(testing::ReadFileOrDie(out), "@HD\tVN:1.6\tSO:queryname"));
+      EXPECT_TRUE(absl::StartsWith(test_util::ReadFileOrDie(out), "@HD\tVN:1.6\tSO:queryname"));
     }
   }
 }
@@ -248,7 +248,7 @@ TEST_F(FormatsTest, CramWithoutAReachableReferenceFailsBeforeSortingAndLeavesNot
   const std::string in = Generate("in.sam", "-n 500 --seed 36 --refs 2 --genome-length 20K");
   const std::string missing = dir_.File("missing.fa");
   const std::string not_fasta = dir_.File("not_fasta.fa");
-  testing::WriteFileOrDie(not_fasta, "not a FASTA file\n");
+  test_util::WriteFileOrDie(not_fasta, "not a FASTA file\n");
   const std::string out = dir_.File("out.cram");
   struct Case {
     std::string args;
@@ -288,10 +288,10 @@ TEST_F(FormatsTest, WriteIndexForSamAsSamtools) {
     const CommandResult r =
         Rocksort(absl::StrCat(threads, " -m 1M --no-PG --write-index -o ", out, " ", in));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-    EXPECT_TRUE(testing::ReadFileOrDie(out) == testing::ReadFileOrDie(expected))
+    EXPECT_TRUE(test_util::ReadFileOrDie(out) == test_util::ReadFileOrDie(expected))
         << "SAM.gz differs from samtools'";
     ASSERT_TRUE(Exists(out + ".csi"));
-    EXPECT_TRUE(testing::ReadFileOrDie(out + ".csi") == testing::ReadFileOrDie(expected + ".csi"))
+    EXPECT_TRUE(test_util::ReadFileOrDie(out + ".csi") == test_util::ReadFileOrDie(expected + ".csi"))
         << "CSI differs from samtools sort --write-index";
     const CommandResult region = RunCommand("samtools view -c " + out + " chr1:1-5000000");
     EXPECT_EQ(region.exit_code, 0) << region.stderr_text;
@@ -315,7 +315,7 @@ TEST_F(FormatsTest, FastqAndCompressionLevelsAsSamtools) {
   const std::string out = dir_.File("out.fq");
   CommandResult r = Rocksort(absl::StrCat("-o ", out, " ", in));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_TRUE(testing::ReadFileOrDie(out) == testing::ReadFileOrDie(expected));
+  EXPECT_TRUE(test_util::ReadFileOrDie(out) == test_util::ReadFileOrDie(expected));
 
   const std::string expected_gz = dir_.File("expected.sam.gz");
   Samtools("-u -o " + expected_gz + " " + in);
@@ -325,7 +325,7 @@ TEST_F(FormatsTest, FastqAndCompressionLevelsAsSamtools) {
   EXPECT_EQ(WithoutLines(RunCommand("gzip -dc " + out_gz).stdout_text, {"@PG\t"}),
             WithoutLines(RunCommand("gzip -dc " + expected_gz).stdout_text, {"@PG\t"}));
   // Level 0: the file is about as large as the text it holds.
-  EXPECT_GT(testing::ReadFileOrDie(out_gz).size(),
+  EXPECT_GT(test_util::ReadFileOrDie(out_gz).size(),
             RunCommand("gzip -dc " + out_gz).stdout_text.size());
   ExpectNoTempLeftovers();
 }

@@ -22,13 +22,13 @@
 namespace rocksort {
 namespace {
 
-using testing::CommandResult;
-using testing::RunCommand;
-using testing::ScratchDir;
+using test_util::CommandResult;
+using test_util::RunCommand;
+using test_util::ScratchDir;
 
 // The header lines of `file` other than @HD (Debian's samtools 1.16 writes
 // no SS field in a name-sorted @HD; rocksort follows samtools 1.23.1).
-std::string HeaderWithoutHd(const testing::AlignmentFile& file) {
+std::string HeaderWithoutHd(const test_util::AlignmentFile& file) {
   std::vector<absl::string_view> kept;
   for (absl::string_view line : absl::StrSplit(file.header_without_pg, '\n')) {
     if (!absl::StartsWith(line, "@HD\t")) kept.push_back(line);
@@ -56,9 +56,9 @@ class InputsTest : public ::testing::Test {
   std::string GenerateSam(const std::string& name, const std::string& args,
                           const std::string& rg = "SIM.1") {
     const std::string path = dir_.File(name);
-    Run(absl::StrCat(testing::GenReadsBinary(), " ", args, " -o ", path));
+    Run(absl::StrCat(test_util::GenReadsBinary(), " ", args, " -o ", path));
     if (rg != "SIM.1") {
-      testing::WriteFileOrDie(path, absl::StrReplaceAll(testing::ReadFileOrDie(path),
+      test_util::WriteFileOrDie(path, absl::StrReplaceAll(test_util::ReadFileOrDie(path),
                                                         {{"\tID:SIM.1\t", "\tID:" + rg + "\t"},
                                                          {"\tRG:Z:SIM.1", "\tRG:Z:" + rg}}));
     }
@@ -95,7 +95,7 @@ class InputsTest : public ::testing::Test {
       }
     }
     reference_ = dir_.File("ref.fa");
-    testing::WriteFileOrDie(reference_, fasta);
+    test_util::WriteFileOrDie(reference_, fasta);
     Run("samtools faidx " + reference_);
   }
 
@@ -119,25 +119,25 @@ class InputsTest : public ::testing::Test {
       text += Run(absl::StrCat("samtools view --no-PG -T ", reference_, " ", in));
     }
     const std::string cat = dir_.File("cat.sam");
-    testing::WriteFileOrDie(cat, text);
+    test_util::WriteFileOrDie(cat, text);
     const std::string expected = dir_.File("expected.bam");
     Run(absl::StrCat("samtools sort --no-PG ", order, " -o ", expected, " ", cat));
     return expected;
   }
 
   CommandResult Rocksort(const std::string& args) {
-    return RunCommand(absl::StrCat(Env(), testing::RocksortBinary(), " ", args));
+    return RunCommand(absl::StrCat(Env(), test_util::RocksortBinary(), " ", args));
   }
 
   // Records and header as the oracle's (the header without @HD for -n).
   void ExpectSame(const std::string& expected, const std::string& actual,
                   const std::string& order) {
     if (order.empty()) {
-      EXPECT_EQ(testing::CompareAlignmentFiles(expected, actual), "");
+      EXPECT_EQ(test_util::CompareAlignmentFiles(expected, actual), "");
       return;
     }
-    absl::StatusOr<testing::AlignmentFile> e = testing::ReadAlignmentFile(expected);
-    absl::StatusOr<testing::AlignmentFile> a = testing::ReadAlignmentFile(actual);
+    absl::StatusOr<test_util::AlignmentFile> e = test_util::ReadAlignmentFile(expected);
+    absl::StatusOr<test_util::AlignmentFile> a = test_util::ReadAlignmentFile(actual);
     ASSERT_TRUE(e.ok() && a.ok());
     EXPECT_EQ(HeaderWithoutHd(*e), HeaderWithoutHd(*a));
     ASSERT_EQ(e->records.size(), a->records.size());
@@ -221,7 +221,7 @@ TEST_F(InputsTest, InputListMatchesTheSameInputsGivenAsArguments) {
   const std::vector<std::string> in = MixedInputs(1500);
   const std::string expected = CatThenSort(in, "");
   const std::string list = dir_.File("inputs.txt");
-  testing::WriteFileOrDie(list, absl::StrCat(in[0], "\n", in[1], "\n"));
+  test_util::WriteFileOrDie(list, absl::StrCat(in[0], "\n", in[1], "\n"));
   const std::string out = dir_.File("out.bam");
   const CommandResult r =
       Rocksort(absl::StrCat("--reference ", reference_, " -b ", list, " -o ", out, " ", in[2]));
@@ -273,10 +273,10 @@ TEST_F(InputsTest, BadInputsFailNamingTheInputAndWriteNothing) {
   ExpectFailureNaming(absl::StrCat("-o ", out, " ", a, " ", missing), missing, out);
 
   const std::string junk = dir_.File("junk.bin");
-  testing::WriteFileOrDie(junk, std::string("\x01\x02\x03 not an alignment file\n", 26));
+  test_util::WriteFileOrDie(junk, std::string("\x01\x02\x03 not an alignment file\n", 26));
   ExpectFailureNaming(absl::StrCat("-o ", out, " ", a, " ", junk), junk, out);
   const std::string fasta = dir_.File("reads.fa");
-  testing::WriteFileOrDie(fasta, ">r1\nACGTACGT\n");
+  test_util::WriteFileOrDie(fasta, ">r1\nACGTACGT\n");
   ExpectFailureNaming(absl::StrCat("-o ", out, " ", fasta, " ", a), fasta, out);
 
   // Other references: the message names the input and its first @SQ line
@@ -288,13 +288,13 @@ TEST_F(InputsTest, BadInputsFailNamingTheInputAndWriteNothing) {
 
   ExpectFailureNaming(absl::StrCat("-o ", out, " - ", a, " - < ", b), "stdin", out);
   const std::string empty_list = dir_.File("empty.txt");
-  testing::WriteFileOrDie(empty_list, "\n");
+  test_util::WriteFileOrDie(empty_list, "\n");
   ExpectFailureNaming(absl::StrCat("-b ", empty_list, " -o ", out), empty_list, out);
   const std::string no_list = dir_.File("no-such-list.txt");
   ExpectFailureNaming(absl::StrCat("-b ", no_list, " -o ", out, " ", a), no_list, out);
   // A -b list naming a missing file.
   const std::string list = dir_.File("list.txt");
-  testing::WriteFileOrDie(list, absl::StrCat(a, "\n", missing, "\n"));
+  test_util::WriteFileOrDie(list, absl::StrCat(a, "\n", missing, "\n"));
   ExpectFailureNaming(absl::StrCat("-b ", list, " -o ", out), missing, out);
 }
 

@@ -16,16 +16,16 @@
 namespace rocksort {
 namespace {
 
-using testing::CommandResult;
-using testing::RunCommand;
-using testing::ScratchDir;
+using test_util::CommandResult;
+using test_util::RunCommand;
+using test_util::ScratchDir;
 
 class HtslibOptionsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     sam_ = dir_.File("in.sam");
     const CommandResult r =
-        RunCommand(absl::StrCat(testing::GenReadsBinary(), " -n 400 --seed 11 --refs 3 -o ", sam_));
+        RunCommand(absl::StrCat(test_util::GenReadsBinary(), " -n 400 --seed 11 --refs 3 -o ", sam_));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   }
 
@@ -38,10 +38,10 @@ class HtslibOptionsTest : public ::testing::Test {
     CommandResult r = RunCommand(
         absl::StrCat("samtools sort --no-PG -O sam ", options, " -o ", expected, " ", input));
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
-    r = RunCommand(absl::StrCat(testing::RocksortBinary(), " --no-PG -O sam ", options, " -o ",
+    r = RunCommand(absl::StrCat(test_util::RocksortBinary(), " --no-PG -O sam ", options, " -o ",
                                 actual, " ", input));
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
-    return {testing::ReadFileOrDie(expected), testing::ReadFileOrDie(actual)};
+    return {test_util::ReadFileOrDie(expected), test_util::ReadFileOrDie(actual)};
   }
 
   static size_t Records(const std::string& sam) {
@@ -87,7 +87,7 @@ TEST_F(HtslibOptionsTest, UnknownInputOptionFailsNamingIt) {
       RunCommand(absl::StrCat("samtools sort --input-fmt-option bogus=1 -o ", out, " ", sam_));
   EXPECT_NE(r.exit_code, 0);  // samtools refuses it too.
   r = RunCommand(
-      absl::StrCat(testing::RocksortBinary(), " --input-fmt-option bogus=1 -o ", out, " ", sam_));
+      absl::StrCat(test_util::RocksortBinary(), " --input-fmt-option bogus=1 -o ", out, " ", sam_));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(absl::StrContains(r.stderr_text, "unknown input format option \"bogus\""))
       << r.stderr_text;
@@ -105,7 +105,7 @@ TEST_F(HtslibOptionsTest, FilterThatDoesNotParseFailsBeforeSorting) {
             0);
   std::filesystem::remove(out);
   const CommandResult r = RunCommand(absl::StrCat(
-      testing::RocksortBinary(), " --input-fmt-option 'filter=mapq >' -o ", out, " ", sam_));
+      test_util::RocksortBinary(), " --input-fmt-option 'filter=mapq >' -o ", out, " ", sam_));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(absl::StrContains(r.stderr_text,
                                 "--input-fmt-option filter=mapq >: htslib can't parse the filter"))
@@ -131,14 +131,14 @@ TEST_F(HtslibOptionsTest, VerbositySetsHtslibsLevelAsInSamtools) {
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
     EXPECT_EQ(absl::StrContains(r.stderr_text, kHtslibWarning), warns) << r.stderr_text;
     r = RunCommand(
-        absl::StrCat(testing::RocksortBinary(), " --verbosity ", level, " -o ", out, " ", bam));
+        absl::StrCat(test_util::RocksortBinary(), " --verbosity ", level, " -o ", out, " ", bam));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
     EXPECT_EQ(absl::StrContains(r.stderr_text, kHtslibWarning), warns) << r.stderr_text;
     EXPECT_TRUE(absl::StrContains(r.stderr_text, "no end-of-file marker")) << r.stderr_text;
   }
   // Without --verbosity, htslib stays quiet (its warnings come with -v).
   const CommandResult r =
-      RunCommand(absl::StrCat(testing::RocksortBinary(), " -o ", out, " ", bam));
+      RunCommand(absl::StrCat(test_util::RocksortBinary(), " -o ", out, " ", bam));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_FALSE(absl::StrContains(r.stderr_text, kHtslibWarning)) << r.stderr_text;
 }

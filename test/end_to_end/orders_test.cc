@@ -25,9 +25,9 @@ namespace rocksort {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::CommandResult;
-using testing::RunCommand;
-using testing::ScratchDir;
+using test_util::CommandResult;
+using test_util::RunCommand;
+using test_util::ScratchDir;
 
 const std::string kOracle = std::string(ROCKSORT_TEST_DATA) + "/oracle";
 
@@ -96,7 +96,7 @@ class GoldenOrderTest : public ::testing::TestWithParam<GoldenCase> {
   // expected output then.
   void Check(const std::string& args, bool through_cram = false) {
     const std::string out = dir_.File("out.bam");
-    const CommandResult r = RunCommand(absl::StrCat(testing::RocksortBinary(), " ",
+    const CommandResult r = RunCommand(absl::StrCat(test_util::RocksortBinary(), " ",
                                                     GetParam().mode.flags, " -o ", out, " ", args));
     if (fs::exists(Expected(".error"))) {
       EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
@@ -191,7 +191,7 @@ class LiveOrderTest : public ::testing::Test {
   void SetUp() override {
     input_ = dir_.File("in.bam");
     const CommandResult r = RunCommand(absl::StrCat(
-        testing::GenReadsBinary(), " -n 8000 --seed 31 --tie-frac 0.2 --edge-cases -o ", input_));
+        test_util::GenReadsBinary(), " -n 8000 --seed 31 --tie-frac 0.2 --edge-cases -o ", input_));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   }
 
@@ -199,7 +199,7 @@ class LiveOrderTest : public ::testing::Test {
   std::string Rocksort(const std::string& flags, const std::string& args, const std::string& in) {
     const std::string out = dir_.File("out.bam");
     const CommandResult r = RunCommand(
-        absl::StrCat(testing::RocksortBinary(), " ", flags, " ", args, " -o ", out, " ", in));
+        absl::StrCat(test_util::RocksortBinary(), " ", flags, " ", args, " -o ", out, " ", in));
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
     return SamText(out);
   }
@@ -272,7 +272,7 @@ TEST_F(LiveOrderTest, NoOrderDependsOnMemoryOrThreads) {
 
 TEST_F(LiveOrderTest, EmptyInputGetsTheOrdersHeader) {
   const std::string empty = dir_.File("empty.sam");
-  testing::WriteFileOrDie(empty, "@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:c1\tLN:100\n");
+  test_util::WriteFileOrDie(empty, "@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:c1\tLN:100\n");
   EXPECT_EQ(Rocksort("-n", "", empty),
             "@HD\tVN:1.6\tSO:queryname\tSS:queryname:natural\n@SQ\tSN:c1\tLN:100\n");
   EXPECT_EQ(Rocksort("--template-coordinate", "", empty),
@@ -283,7 +283,7 @@ TEST_F(LiveOrderTest, EmptyInputGetsTheOrdersHeader) {
 TEST_F(LiveOrderTest, WriteIndexIsIgnoredWithAWarningForOtherOrders) {
   const std::string out = dir_.File("out.bam");
   const CommandResult r = RunCommand(
-      absl::StrCat(testing::RocksortBinary(), " -n --write-index -o ", out, " ", input_));
+      absl::StrCat(test_util::RocksortBinary(), " -n --write-index -o ", out, " ", input_));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_TRUE(absl::StrContains(r.stderr_text, "warning: ignoring --write-index")) << r.stderr_text;
   EXPECT_FALSE(fs::exists(out + ".csi"));

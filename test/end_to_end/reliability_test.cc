@@ -45,9 +45,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
-using testing::CommandResult;
-using testing::RunCommand;
-using testing::ScratchDir;
+using test_util::CommandResult;
+using test_util::RunCommand;
+using test_util::ScratchDir;
 
 // Every run of an external command is bounded; a hang fails the test (exit
 // status 124 from timeout) instead of blocking the suite. The inputs are
@@ -68,7 +68,7 @@ constexpr size_t kLSeqField = 20;
 constexpr size_t kNextRefIdField = 24;
 
 std::string Rocksort(const std::string& args) {
-  return absl::StrCat("timeout ", kCommandTimeoutSeconds, " ", testing::RocksortBinary(), " ",
+  return absl::StrCat("timeout ", kCommandTimeoutSeconds, " ", test_util::RocksortBinary(), " ",
                       args);
 }
 
@@ -329,7 +329,7 @@ class ReliabilityTest : public ::testing::Test {
   std::string Generate(const std::string& name, const std::string& args) {
     const std::string path = dir_.File(name);
     const CommandResult r =
-        RunCommand(absl::StrCat("timeout ", kCommandTimeoutSeconds, " ", testing::GenReadsBinary(),
+        RunCommand(absl::StrCat("timeout ", kCommandTimeoutSeconds, " ", test_util::GenReadsBinary(),
                                 " ", args, " -o ", path));
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
     return path;
@@ -438,7 +438,7 @@ class ReliabilityTest : public ::testing::Test {
       return {};
     }
     const std::string err = dir_.File("stderr.txt");
-    Child child(absl::StrCat(testing::RocksortBinary(), " -m 1M -o ", dir_.File("out.bam"), " -"),
+    Child child(absl::StrCat(test_util::RocksortBinary(), " -m 1M -o ", dir_.File("out.bam"), " -"),
                 fds[0], err);
     close(fds[0]);
     std::atomic<bool> stop{false};
@@ -476,7 +476,7 @@ class ReliabilityTest : public ::testing::Test {
     stop.store(true);
     feeder.join();
     close(fds[1]);
-    result.stderr_text = testing::ReadFileOrDie(err);
+    result.stderr_text = test_util::ReadFileOrDie(err);
     unlink(err.c_str());
     return result;
   }
@@ -488,7 +488,7 @@ class ReliabilityTest : public ::testing::Test {
   CommandResult InterruptWhileEmitting(const std::string& in, const std::string& options, int sig,
                                        bool twice) {
     const std::string err = dir_.File("stderr.txt");
-    Child child(absl::StrCat(testing::RocksortBinary(), " -l 9 ", options, " -o ",
+    Child child(absl::StrCat(test_util::RocksortBinary(), " -l 9 ", options, " -o ",
                              dir_.File("out.bam"), " ", in),
                 -1, err);
     const bool emitting =
@@ -504,7 +504,7 @@ class ReliabilityTest : public ::testing::Test {
       }
     }
     result.exit_code = child.Wait(milliseconds(emitting ? 20000 : 0));
-    result.stderr_text = testing::ReadFileOrDie(err);
+    result.stderr_text = test_util::ReadFileOrDie(err);
     unlink(err.c_str());
     return result;
   }
@@ -524,13 +524,13 @@ TEST_F(ReliabilityTest, RandomBytesAreRejectedAsNotAlignments) {
     bytes.push_back(static_cast<char>(x >> 24));
   }
   const std::string in = dir_.File("random.bin");
-  testing::WriteFileOrDie(in, bytes);
+  test_util::WriteFileOrDie(in, bytes);
   ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + in)), 1, {in});
 }
 
 TEST_F(ReliabilityTest, PlainTextIsRejectedAsNotAlignments) {
   const std::string in = dir_.File("notes.txt");
-  testing::WriteFileOrDie(in, "Shopping list\n\neggs, 12\nflour: 1 kg\n\tmilk\n");
+  test_util::WriteFileOrDie(in, "Shopping list\n\neggs, 12\nflour: 1 kg\n\tmilk\n");
   ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + in)), 1, {in});
 }
 
@@ -539,11 +539,11 @@ TEST_F(ReliabilityTest, PlainTextIsRejectedAsNotAlignments) {
 // CRAM only.
 TEST_F(ReliabilityTest, FastqAndFastaAreRejectedAsNotAlignments) {
   const std::string fastq = dir_.File("reads.fastq");
-  testing::WriteFileOrDie(fastq,
+  test_util::WriteFileOrDie(fastq,
                           "@r1\nACGTACGTAC\n+\nIIIIIIIIII\n"
                           "@r2\nTTGCAAGGTC\n+\nIIIIIIIIII\n");
   const std::string fasta = dir_.File("reads.fa");
-  testing::WriteFileOrDie(fasta, ">r1\nACGTACGTAC\n>r2\nTTGCAAGGTC\n");
+  test_util::WriteFileOrDie(fasta, ">r1\nACGTACGTAC\n>r2\nTTGCAAGGTC\n");
   for (const std::string& in : {fastq, fasta}) {
     SCOPED_TRACE(in);
     ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + in)), 1, {in});
@@ -552,7 +552,7 @@ TEST_F(ReliabilityTest, FastqAndFastaAreRejectedAsNotAlignments) {
 
 TEST_F(ReliabilityTest, EmptyFileIsRejected) {
   const std::string in = dir_.File("empty.bam");
-  testing::WriteFileOrDie(in, "");
+  test_util::WriteFileOrDie(in, "");
   ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + in)), 1, {in});
 }
 
@@ -579,7 +579,7 @@ class TruncatedBamTest : public ReliabilityTest {
   // it is the one that fails.
   std::vector<Cut> MakeCuts() {
     const std::string in = Generate("in.bam", "-n 3000 --seed 31");
-    const std::string file = testing::ReadFileOrDie(in);
+    const std::string file = test_util::ReadFileOrDie(in);
     const std::vector<BgzfBlock> blocks = ParseBgzfBlocks(file);
     absl::StatusOr<RawBam> raw = ReadRawBam(in);
     EXPECT_TRUE(raw.ok()) << raw.status();
@@ -600,7 +600,7 @@ class TruncatedBamTest : public ReliabilityTest {
         return b.offset <= offset && offset < b.offset + b.size;
       });
       const std::string path = dir_.File(absl::StrCat("cut_at_", offset, ".bam"));
-      testing::WriteFileOrDie(path, file.substr(0, offset));
+      test_util::WriteFileOrDie(path, file.substr(0, offset));
       cuts.push_back({path, raw->RecordAt(block->data_offset), block->offset});
     }
     return cuts;
@@ -623,7 +623,7 @@ class TruncatedBamTest : public ReliabilityTest {
         const std::string fifo = dir_.File("input.fifo");
         ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
         const CommandResult r = RunCommand(absl::StrCat("timeout 15 sh -c 'cat ", cut.path, " > ",
-                                                        fifo, " & exec ", testing::RocksortBinary(),
+                                                        fifo, " & exec ", test_util::RocksortBinary(),
                                                         " ", options, " -o ", out, " ", fifo, "'"));
         unlink(fifo.c_str());
         ExpectCleanFailure(r, 1, {fifo}, cut.record, cut.block_offset);
@@ -657,11 +657,11 @@ TEST_F(TruncatedBamTest, BamCutInsideABlockInANamedPipeFailsPromptlyAtTheRightRe
 
 TEST_F(ReliabilityTest, BamCutInsideItsHeaderFailsNamingTheFile) {
   const std::string in = Generate("in.bam", "-n 500 --seed 32");
-  const std::string file = testing::ReadFileOrDie(in);
+  const std::string file = test_util::ReadFileOrDie(in);
   const std::vector<BgzfBlock> blocks = ParseBgzfBlocks(file);
   ASSERT_FALSE(blocks.empty());
   const std::string cut = dir_.File("cut_header.bam");
-  testing::WriteFileOrDie(cut, file.substr(0, blocks[0].size / 2));
+  test_util::WriteFileOrDie(cut, file.substr(0, blocks[0].size / 2));
   ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + cut)), 1, {cut});
 }
 
@@ -671,7 +671,7 @@ TEST_F(ReliabilityTest, BamCutInsideItsHeaderFailsNamingTheFile) {
 // writing it with a proper EOF block must fail the same way.
 TEST_F(ReliabilityTest, BamEndingInsideARecordFailsAtThatRecord) {
   const std::string in = Generate("in.bam", "-n 1000 --seed 33 --edge-cases");
-  const std::string file = testing::ReadFileOrDie(in);
+  const std::string file = test_util::ReadFileOrDie(in);
   const std::vector<BgzfBlock> blocks = ParseBgzfBlocks(file);
   absl::StatusOr<RawBam> raw = ReadRawBam(in);
   ASSERT_TRUE(raw.ok()) << raw.status();
@@ -687,7 +687,7 @@ TEST_F(ReliabilityTest, BamEndingInsideARecordFailsAtThatRecord) {
   ASSERT_FALSE(inside_a_record.empty()) << "no block boundary falls inside a record";
   const BgzfBlock& boundary = *inside_a_record[inside_a_record.size() / 2];
   const std::string at_boundary = dir_.File("cut_at_block_boundary.bam");
-  testing::WriteFileOrDie(at_boundary, file.substr(0, boundary.offset));
+  test_util::WriteFileOrDie(at_boundary, file.substr(0, boundary.offset));
   ExpectRecordFailure(at_boundary, raw->RecordAt(boundary.data_offset), "", boundary.offset);
 
   const uint64_t n = raw->records.size() / 2;
@@ -706,7 +706,7 @@ class CorruptBlockTest : public ReliabilityTest {
   void ExpectCorruptMiddleBlockFails(
       const std::function<void(const BgzfBlock&, std::string*)>& corrupt) {
     const std::string in = Generate("in.bam", "-n 3000 --seed 34");
-    std::string file = testing::ReadFileOrDie(in);
+    std::string file = test_util::ReadFileOrDie(in);
     const std::vector<BgzfBlock> blocks = ParseBgzfBlocks(file);
     absl::StatusOr<RawBam> raw = ReadRawBam(in);
     ASSERT_TRUE(raw.ok()) << raw.status();
@@ -714,7 +714,7 @@ class CorruptBlockTest : public ReliabilityTest {
     const BgzfBlock& block = blocks[blocks.size() / 2];
     corrupt(block, &file);
     const std::string bad = dir_.File("corrupt.bam");
-    testing::WriteFileOrDie(bad, file);
+    test_util::WriteFileOrDie(bad, file);
     ExpectRecordFailure(bad, raw->RecordAt(block.data_offset), "", block.offset);
     ExpectRecordFailure(bad, raw->RecordAt(block.data_offset), "-@ 2", block.offset);
   }
@@ -738,10 +738,10 @@ TEST_F(CorruptBlockTest, BlockWithCorruptDeflateDataFailsAtItsFirstRecord) {
 // completely and successfully (samtools does the same after a warning).
 TEST_F(ReliabilityTest, BamWithoutEofBlockIsSortedCompletely) {
   const std::string in = Generate("in.bam", "-n 2000 --seed 35");
-  const std::string file = testing::ReadFileOrDie(in);
+  const std::string file = test_util::ReadFileOrDie(in);
   ASSERT_EQ(file.substr(file.size() - kBgzfEofSize), std::string(kBgzfEof, kBgzfEofSize));
   const std::string no_eof = dir_.File("no_eof.bam");
-  testing::WriteFileOrDie(no_eof, file.substr(0, file.size() - kBgzfEofSize));
+  test_util::WriteFileOrDie(no_eof, file.substr(0, file.size() - kBgzfEofSize));
   const std::string expected = dir_.File("expected.bam");
   ASSERT_EQ(RunCommand("samtools sort -o " + expected + " " + in).exit_code, 0);
   const std::string out = dir_.File("out.bam");
@@ -753,7 +753,7 @@ TEST_F(ReliabilityTest, BamWithoutEofBlockIsSortedCompletely) {
     SCOPED_TRACE(args);
     const CommandResult r = RunCommand(Rocksort(args));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-    EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
+    EXPECT_EQ(test_util::CompareAlignmentFiles(expected, out), "");
     EXPECT_TRUE(absl::StrContains(r.stderr_text, "no end-of-file marker")) << r.stderr_text;
     EXPECT_TRUE(absl::StrContains(r.stderr_text, absl::StrContains(args, "- <") ? "stdin" : no_eof))
         << r.stderr_text;
@@ -773,10 +773,10 @@ TEST_F(ReliabilityTest, CramWithoutEofContainerIsSortedWithAWarning) {
   ASSERT_EQ(
       RunCommand("samtools view -C --output-fmt-option no_ref=1 -o " + cram + " " + sam).exit_code,
       0);
-  const std::string file = testing::ReadFileOrDie(cram);
+  const std::string file = test_util::ReadFileOrDie(cram);
   // CRAM 3's EOF container is the file's last 38 bytes.
   const std::string no_eof = dir_.File("no_eof.cram");
-  testing::WriteFileOrDie(no_eof, file.substr(0, file.size() - 38));
+  test_util::WriteFileOrDie(no_eof, file.substr(0, file.size() - 38));
   const std::string expected = dir_.File("expected.bam");
   ASSERT_EQ(RunCommand("samtools sort -o " + expected + " " + cram).exit_code, 0);
   const std::string out = dir_.File("out.bam");
@@ -784,7 +784,7 @@ TEST_F(ReliabilityTest, CramWithoutEofContainerIsSortedWithAWarning) {
     SCOPED_TRACE(from);
     const CommandResult r = RunCommand(Rocksort("-o " + out + " " + from));
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-    EXPECT_EQ(testing::CompareAlignmentFiles(expected, out), "");
+    EXPECT_EQ(test_util::CompareAlignmentFiles(expected, out), "");
     EXPECT_TRUE(absl::StrContains(r.stderr_text, "no end-of-file marker")) << r.stderr_text;
     EXPECT_TRUE(absl::StrContains(r.stderr_text, absl::StartsWith(from, "-") ? "stdin" : no_eof))
         << r.stderr_text;
@@ -869,7 +869,7 @@ class MalformedSamTest : public ReliabilityTest {
   // count).
   void ExpectMalformedLineFails(const std::string& options) {
     const std::string in = Generate("in.sam", "-n 50000 --seed 41 --read-length 50");
-    std::vector<std::string> lines = absl::StrSplit(testing::ReadFileOrDie(in), '\n');
+    std::vector<std::string> lines = absl::StrSplit(test_util::ReadFileOrDie(in), '\n');
     ASSERT_GE(lines.size(), 100000u);
     lines.resize(100000);
     uint64_t header_lines = 0;
@@ -883,7 +883,7 @@ class MalformedSamTest : public ReliabilityTest {
          {std::string("this\tline\tis\tbroken"), absl::StrJoin(fields, "\t")}) {
       lines[50000] = broken;
       const std::string bad = dir_.File("bad.sam");
-      testing::WriteFileOrDie(bad, absl::StrJoin(lines, "\n") + "\n");
+      test_util::WriteFileOrDie(bad, absl::StrJoin(lines, "\n") + "\n");
       SCOPED_TRACE(broken.substr(0, 40));
       const CommandResult r =
           RunCommand(Rocksort(absl::StrCat(options, " -o ", dir_.File("out.bam"), " - < ", bad)));
@@ -943,18 +943,18 @@ TEST_F(ReliabilityTest, FifoAsInputAndOutputIsRefused) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   const CommandResult r = RunCommand(Rocksort("-o " + fifo + " " + fifo));
   EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
-  EXPECT_TRUE(absl::StrContains(r.stderr_text, "is the input")) << r.stderr_text;
+  EXPECT_TRUE(absl::StrContains(r.stderr_text, "is an input")) << r.stderr_text;
 }
 
 // `-o IN IN` that fails (here a truncated input) leaves IN as it was.
 TEST_F(ReliabilityTest, FailedSortOntoItsInputLeavesTheInputUnchanged) {
-  const std::string whole = testing::ReadFileOrDie(Generate("whole.bam", "-n 2000 --seed 58"));
+  const std::string whole = test_util::ReadFileOrDie(Generate("whole.bam", "-n 2000 --seed 58"));
   const std::string in = dir_.File("in.bam");
   const std::string cut = whole.substr(0, whole.size() / 2);
-  testing::WriteFileOrDie(in, cut);
+  test_util::WriteFileOrDie(in, cut);
   const CommandResult r = RunCommand(Rocksort("-o " + in + " " + in));
   EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
-  EXPECT_TRUE(testing::ReadFileOrDie(in) == cut) << "the input changed";
+  EXPECT_TRUE(test_util::ReadFileOrDie(in) == cut) << "the input changed";
   ExpectNoLeftovers();
 }
 
@@ -985,7 +985,7 @@ TEST_F(ReliabilityTest, ReferenceTooLongForBamFailsBeforeSorting) {
   // SAM text may declare a reference longer than BAM's 2^31 - 1; the output
   // header could not hold it, so the run fails before loading anything.
   const std::string in = dir_.File("long_ref.sam");
-  testing::WriteFileOrDie(in,
+  test_util::WriteFileOrDie(in,
                           "@SQ\tSN:huge\tLN:3000000000\n"
                           "r1\t0\thuge\t100\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
   ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + in)), 1,
@@ -996,13 +996,13 @@ TEST_F(ReliabilityTest, ReferenceTooLongForBamFailsBeforeSorting) {
 // loading, naming the input and the header.
 TEST_F(ReliabilityTest, UnparsableHeaderFailsNamingTheInput) {
   const std::string dup = dir_.File("duplicate_sq.sam");
-  testing::WriteFileOrDie(dup,
+  test_util::WriteFileOrDie(dup,
                           "@SQ\tSN:c\tLN:100\n@SQ\tSN:c\tLN:100\n"
                           "r1\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
   ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + dup)), 1,
                      {dup, "header"});
   const std::string hd = dir_.File("malformed_hd.sam");
-  testing::WriteFileOrDie(hd,
+  test_util::WriteFileOrDie(hd,
                           "@HD\tVN:1.6\t\n@SQ\tSN:c\tLN:100\n"
                           "r1\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
   ExpectCleanFailure(RunCommand(Rocksort("-o " + dir_.File("out.bam") + " " + hd)), 1,
@@ -1030,7 +1030,7 @@ TEST_F(ReliabilityTest, FileSizeLimitFailsCleanlyInsteadOfKilling) {
 // (nor their partial files).
 TEST_F(ReliabilityTest, FailedRunWithWriteIndexLeavesNoIndex) {
   const std::string in = dir_.File("bad.sam");
-  testing::WriteFileOrDie(in,
+  test_util::WriteFileOrDie(in,
                           "@SQ\tSN:c\tLN:100\nr1\t0\tc\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n"
                           "r2\t0\tc\tnot-a-number\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
   ExpectCleanFailure(RunCommand(Rocksort("--write-index -o " + dir_.File("out.bam") + " " + in)), 1,
@@ -1042,7 +1042,7 @@ TEST_F(ReliabilityTest, FailedRunWithWriteIndexLeavesNoIndex) {
 // leaves neither output; the default CSI indexes the same input.
 TEST_F(ReliabilityTest, PositionBeyondBaiFailsNamingTheReferenceAndPosition) {
   const std::string in = dir_.File("long_chrom.sam");
-  testing::WriteFileOrDie(in,
+  test_util::WriteFileOrDie(in,
                           "@SQ\tSN:chr1\tLN:1000\n@SQ\tSN:bigchrom\tLN:600000000\n"
                           "r1\t0\tchr1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n"
                           "r2\t0\tbigchrom\t550000000\t60\t4M\t*\t0\t0\tACGT\tIIII\n");
@@ -1155,7 +1155,7 @@ TEST_F(ReliabilityTest, FullOutputFilesystemFailsCleanly) {
 
 TEST_F(ReliabilityTest, SignalWhileLoadingExitsWithSignalStatusAndLeavesNothing) {
   const std::string in = Generate("in.sam", "-n 3000 --seed 71");
-  const std::string sam = testing::ReadFileOrDie(in);
+  const std::string sam = test_util::ReadFileOrDie(in);
   for (int sig : {SIGINT, SIGTERM}) {
     for (bool twice : {false, true}) {
       SCOPED_TRACE(absl::StrCat("signal ", sig, twice ? " twice" : " once"));
@@ -1194,7 +1194,7 @@ TEST_F(ReliabilityTest, ClosedStdoutFailsPromptlyWithoutTempData) {
       SCOPED_TRACE(env + " " + options);
       const auto start = std::chrono::steady_clock::now();
       const CommandResult r = RunCommand(absl::StrCat(
-          "cd ", cwd, " && ", env, " timeout 60 bash -c '", testing::RocksortBinary(), " ", options,
+          "cd ", cwd, " && ", env, " timeout 60 bash -c '", test_util::RocksortBinary(), " ", options,
           " ", in, " | head -c 100 > /dev/null; exit ${PIPESTATUS[0]}'"));
       const auto elapsed = std::chrono::steady_clock::now() - start;
       EXPECT_LT(elapsed, std::chrono::seconds(20));
@@ -1216,22 +1216,22 @@ TEST_F(ReliabilityTest, StaleTempDirectoryOfAnotherRunIsLeftUntouched) {
   std::vector<fs::file_time_type> mtimes;
   for (const std::string& d : stale) {
     fs::create_directories(d);
-    testing::WriteFileOrDie(d + "/000042.sst", "not yours\n");
+    test_util::WriteFileOrDie(d + "/000042.sst", "not yours\n");
     mtimes.push_back(fs::last_write_time(d));
   }
   auto expect_stale_intact = [&] {
     for (size_t i = 0; i < stale.size(); ++i) {
       const std::string& d = stale[i];
       ASSERT_TRUE(fs::exists(d + "/000042.sst")) << d;
-      EXPECT_EQ(testing::ReadFileOrDie(d + "/000042.sst"), "not yours\n");
+      EXPECT_EQ(test_util::ReadFileOrDie(d + "/000042.sst"), "not yours\n");
       EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1) << d;
       EXPECT_TRUE(fs::last_write_time(d) == mtimes[i]) << d << " was modified";
     }
   };
   const std::string out = dir_.File("out.bam");
-  const std::string bytes = testing::ReadFileOrDie(in);
+  const std::string bytes = test_util::ReadFileOrDie(in);
   const std::string truncated = dir_.File("truncated.bam");
-  testing::WriteFileOrDie(truncated, bytes.substr(0, bytes.size() / 2));
+  test_util::WriteFileOrDie(truncated, bytes.substr(0, bytes.size() / 2));
   for (const std::string& temp : {std::string(""), "-T " + tmp}) {
     SCOPED_TRACE(temp);
     CommandResult r = RunCommand(Rocksort(absl::StrCat(temp, " -o ", out, " ", in)));

@@ -28,8 +28,8 @@ namespace rocksort::keycodec {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::BamPtr;
-using testing::HeaderPtr;
+using test_util::BamPtr;
+using test_util::HeaderPtr;
 
 const std::string kOracle = std::string(ROCKSORT_TEST_DATA) + "/oracle";
 

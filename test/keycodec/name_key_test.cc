@@ -22,13 +22,13 @@ namespace {
 
 using internal::AppendLexicographicName;
 using internal::AppendNaturalName;
-using testing::FlagCompare;
-using testing::KeyOf;
-using testing::MakeRecord;
-using testing::RecordSpec;
-using testing::Sign;
-using testing::StrnumWalkCompare;
-using testing::TokenRulesCompare;
+using test_util::FlagCompare;
+using test_util::KeyOf;
+using test_util::MakeRecord;
+using test_util::RecordSpec;
+using test_util::Sign;
+using test_util::StrnumWalkCompare;
+using test_util::TokenRulesCompare;
 
 std::string NaturalKey(const std::string& name) {
   std::string key;
@@ -176,7 +176,7 @@ TEST(NameKey, LongestNaturalNameFitsTheBound) {
 
 TEST(NameKey, FlagTieBreakOrdersReadThenSupplementaryThenSecondary) {
   absl::StatusOr<std::unique_ptr<KeyEncoder>> encoder =
-      MakeKeyEncoder(SortOrder{OrderKind::kQueryName, true, ""}, *testing::ParseHeader(""));
+      MakeKeyEncoder(SortOrder{OrderKind::kQueryName, true, ""}, *test_util::ParseHeader(""));
   ASSERT_TRUE(encoder.ok());
   // In samtools' order, each with noise bits that must not matter.
   const uint16_t in_order[] = {0x1 | 0x10,   0x800,        0x100 | 0x4,  0x900,
@@ -199,7 +199,7 @@ TEST(NameKey, MemcmpOrderEqualsSamtoolsOrderOnRandomRecords) {
   const std::vector<std::string> names = CollidingNames(rng, 120);
   for (bool natural : {true, false}) {
     absl::StatusOr<std::unique_ptr<KeyEncoder>> encoder =
-        MakeKeyEncoder(SortOrder{OrderKind::kQueryName, natural, ""}, *testing::ParseHeader(""));
+        MakeKeyEncoder(SortOrder{OrderKind::kQueryName, natural, ""}, *test_util::ParseHeader(""));
     ASSERT_TRUE(encoder.ok());
     struct Item {
       std::string name;
@@ -232,7 +232,7 @@ TEST(NameKey, MemcmpOrderEqualsSamtoolsOrderOnRandomRecords) {
 }
 
 TEST(NameKey, MaxKeyBytesIsTheLongestKey) {
-  auto header = testing::ParseHeader("");
+  auto header = test_util::ParseHeader("");
   auto natural = MakeKeyEncoder(SortOrder{OrderKind::kQueryName, true, ""}, *header);
   auto lexicographic = MakeKeyEncoder(SortOrder{OrderKind::kQueryName, false, ""}, *header);
   ASSERT_TRUE(natural.ok() && lexicographic.ok());

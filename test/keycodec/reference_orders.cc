@@ -7,7 +7,7 @@
 
 #include "htslib/sam.h"
 
-namespace rocksort::keycodec::testing {
+namespace rocksort::keycodec::test_util {
 namespace {
 
 bool IsDigit(unsigned char c) { return c >= '0' && c <= '9'; }
@@ -73,4 +73,4 @@ int FlagCompare(uint16_t a, uint16_t b) {
   return 0;
 }
 
-}  // namespace rocksort::keycodec::testing
+}  // namespace rocksort::keycodec::test_util

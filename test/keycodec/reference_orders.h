@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-namespace rocksort::keycodec::testing {
+namespace rocksort::keycodec::test_util {
 
 inline int Sign(int v) { return (v > 0) - (v < 0); }
 
@@ -30,6 +30,6 @@ int StrnumWalkCompare(const std::string& a, const std::string& b);
 // READ2 < both), then primary < supplementary < secondary < both.
 int FlagCompare(uint16_t a, uint16_t b);
 
-}  // namespace rocksort::keycodec::testing
+}  // namespace rocksort::keycodec::test_util
 
 #endif  // ROCKSORT_TEST_KEYCODEC_REFERENCE_ORDERS_H_

@@ -13,8 +13,8 @@
 namespace rocksort::keycodec {
 namespace {
 
-using testing::HeaderPtr;
-using testing::ParseHeader;
+using test_util::HeaderPtr;
+using test_util::ParseHeader;
 
 // The first line of the header after ApplySortOrder.
 std::string HdLineAfter(const SortOrder& order, const std::string& header_text) {

@@ -23,26 +23,26 @@
 namespace rocksort::keycodec {
 namespace {
 
-using testing::AuxA;
-using testing::AuxArray;
-using testing::AuxDouble;
-using testing::AuxFloat;
-using testing::AuxInt;
-using testing::AuxZ;
-using testing::BamPtr;
-using testing::FlagCompare;
-using testing::KeyOf;
-using testing::MakeRecord;
-using testing::RecordSpec;
-using testing::Sign;
-using testing::TokenRulesCompare;
+using test_util::AuxA;
+using test_util::AuxArray;
+using test_util::AuxDouble;
+using test_util::AuxFloat;
+using test_util::AuxInt;
+using test_util::AuxZ;
+using test_util::BamPtr;
+using test_util::FlagCompare;
+using test_util::KeyOf;
+using test_util::MakeRecord;
+using test_util::RecordSpec;
+using test_util::Sign;
+using test_util::TokenRulesCompare;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::unique_ptr<KeyEncoder> Encoder(OrderKind kind, bool natural, const char* tag = "XT") {
   absl::StatusOr<std::unique_ptr<KeyEncoder>> e =
-      MakeKeyEncoder(SortOrder{kind, natural, tag}, *testing::ParseHeader(""));
+      MakeKeyEncoder(SortOrder{kind, natural, tag}, *test_util::ParseHeader(""));
   EXPECT_TRUE(e.ok()) << e.status();
   return std::move(*e);
 }

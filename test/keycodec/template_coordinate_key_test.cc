@@ -22,14 +22,14 @@
 namespace rocksort::keycodec {
 namespace {
 
-using testing::AuxInt;
-using testing::AuxZ;
-using testing::BamPtr;
-using testing::KeyOf;
-using testing::MakeRecord;
-using testing::ParseCigar;
-using testing::RecordSpec;
-using testing::Sign;
+using test_util::AuxInt;
+using test_util::AuxZ;
+using test_util::BamPtr;
+using test_util::KeyOf;
+using test_util::MakeRecord;
+using test_util::ParseCigar;
+using test_util::RecordSpec;
+using test_util::Sign;
 
 constexpr char kHeader[] =
     "@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:1000\n@SQ\tSN:chr2\tLN:1000\n"
@@ -40,7 +40,7 @@ const std::map<std::string, std::string> kLibraries = {
 
 std::unique_ptr<KeyEncoder> Encoder(const char* header_text = kHeader) {
   absl::StatusOr<std::unique_ptr<KeyEncoder>> e = MakeKeyEncoder(
-      SortOrder{OrderKind::kTemplateCoordinate, true, ""}, *testing::ParseHeader(header_text));
+      SortOrder{OrderKind::kTemplateCoordinate, true, ""}, *test_util::ParseHeader(header_text));
   EXPECT_TRUE(e.ok()) << e.status();
   return std::move(*e);
 }

@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 
-namespace rocksort::keycodec::testing {
+namespace rocksort::keycodec::test_util {
 namespace {
 
 std::string TagBytes(const char* tag, char type) { return {tag[0], tag[1], type}; }
@@ -100,4 +100,4 @@ std::string KeyOf(const KeyEncoder& encoder, const bam1_t& record, uint64_t seq)
   return key;
 }
 
-}  // namespace rocksort::keycodec::testing
+}  // namespace rocksort::keycodec::test_util

@@ -15,7 +15,7 @@
 #include "htslib/sam.h"
 #include "keycodec/keycodec.h"
 
-namespace rocksort::keycodec::testing {
+namespace rocksort::keycodec::test_util {
 
 struct BamDeleter {
   void operator()(bam1_t* b) const { bam_destroy1(b); }
@@ -61,6 +61,6 @@ HeaderPtr ParseHeader(const std::string& text);
 // fails.
 std::string KeyOf(const KeyEncoder& encoder, const bam1_t& record, uint64_t seq);
 
-}  // namespace rocksort::keycodec::testing
+}  // namespace rocksort::keycodec::test_util
 
 #endif  // ROCKSORT_TEST_KEYCODEC_TEST_RECORDS_H_

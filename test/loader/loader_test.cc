@@ -19,7 +19,7 @@
 namespace rocksort::loader {
 namespace {
 
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::ScratchDir;
 
 // Collects what the loader adds, in order.
 class CollectingSink : public record::KeyedRecordSink {
@@ -37,7 +37,7 @@ class LoaderTest : public ::testing::Test {
  protected:
   std::string WriteSam(const std::string& body) {
     const std::string path = dir_.File("in.sam");
-    testing::WriteFileOrDie(path, "@HD\tVN:1.6\n@SQ\tSN:c1\tLN:1000\n@SQ\tSN:c2\tLN:1000\n" + body);
+    test_util::WriteFileOrDie(path, "@HD\tVN:1.6\n@SQ\tSN:c1\tLN:1000\n@SQ\tSN:c2\tLN:1000\n" + body);
     return path;
   }
   std::unique_ptr<keycodec::KeyEncoder> CoordinateKeys(const Input& input) {
@@ -155,9 +155,9 @@ TEST_F(LoaderTest, InputSetReadsInputsAsOneConcatenatedInput) {
   const std::string header = "@HD\tVN:1.6\n@SQ\tSN:c1\tLN:1000\n@RG\tID:g\n";
   const std::string first = dir_.File("first.sam");
   const std::string second = dir_.File("second.sam");
-  testing::WriteFileOrDie(first, header + "a\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\tRG:Z:g\n" +
+  test_util::WriteFileOrDie(first, header + "a\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\tRG:Z:g\n" +
                                      "b\t0\tc1\t20\t60\t4M\t*\t0\t0\tACGT\tIIII\tRG:Z:g\n");
-  testing::WriteFileOrDie(second, header + "c\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\tRG:Z:g\n");
+  test_util::WriteFileOrDie(second, header + "c\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\tRG:Z:g\n");
   absl::StatusOr<std::unique_ptr<InputSet>> set =
       InputSet::Open({first, second}, InputOptions{}, {4096, 4096});
   ASSERT_TRUE(set.ok()) << set.status();
@@ -200,7 +200,7 @@ TEST_F(LoaderTest, InputSetTakesStdinOnce) {
 TEST(EstimateUncompressedSize, SumsInputsAndIsUnknownIfOneIs) {
   ScratchDir dir;
   const std::string a = dir.File("a.sam");
-  testing::WriteFileOrDie(a, "@SQ\tSN:c1\tLN:1000\n");
+  test_util::WriteFileOrDie(a, "@SQ\tSN:c1\tLN:1000\n");
   EXPECT_EQ(EstimateUncompressedSize(std::vector<std::string>{a, a}),
             2 * EstimateUncompressedSize(a));
   EXPECT_NE(EstimateUncompressedSize(a), 0u);

@@ -15,7 +15,7 @@
 namespace rocksort::output {
 namespace {
 
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::ScratchDir;
 
 // A minimal unmapped-style BAM record named `name` at `pos` on tid 0.
 std::string Record(const char* name, int32_t pos) {
@@ -71,8 +71,8 @@ TEST(BamSinkQueue, HoldsTheBytesAskedForInBlocksWithinBounds) {
 
 TEST_F(BamSinkTest, NoRecordsWritesValidBamWithEofBlock) {
   ASSERT_TRUE(Write("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:1000\n", {}).ok());
-  EXPECT_EQ(testing::RunCommand("samtools quickcheck -v " + out()).exit_code, 0);
-  absl::StatusOr<testing::AlignmentFile> file = testing::ReadAlignmentFile(out());
+  EXPECT_EQ(test_util::RunCommand("samtools quickcheck -v " + out()).exit_code, 0);
+  absl::StatusOr<test_util::AlignmentFile> file = test_util::ReadAlignmentFile(out());
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_TRUE(file->records.empty());
   EXPECT_EQ(file->header_without_pg, "@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:1000");
@@ -80,7 +80,7 @@ TEST_F(BamSinkTest, NoRecordsWritesValidBamWithEofBlock) {
 
 TEST_F(BamSinkTest, RecordsAreWrittenInTheOrderGiven) {
   ASSERT_TRUE(Write("@SQ\tSN:chr1\tLN:1000\n", {Record("b", 20), Record("a", 10)}).ok());
-  absl::StatusOr<testing::AlignmentFile> file = testing::ReadAlignmentFile(out());
+  absl::StatusOr<test_util::AlignmentFile> file = test_util::ReadAlignmentFile(out());
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->names, (std::vector<std::string>{"b", "a"}));
 }
@@ -94,9 +94,9 @@ TEST_F(BamSinkTest, IndexIsTheOneSamtoolsMakes) {
   options.index_name = options.index_path;
   ASSERT_TRUE(Write("@SQ\tSN:chr1\tLN:100000\n", records, options).ok());
   ASSERT_EQ(
-      testing::RunCommand("samtools index -c " + out() + " " + dir_.File("ref.csi")).exit_code, 0);
-  EXPECT_TRUE(testing::ReadFileOrDie(dir_.File("out.bam.csi")) ==
-              testing::ReadFileOrDie(dir_.File("ref.csi")));
+      test_util::RunCommand("samtools index -c " + out() + " " + dir_.File("ref.csi")).exit_code, 0);
+  EXPECT_TRUE(test_util::ReadFileOrDie(dir_.File("out.bam.csi")) ==
+              test_util::ReadFileOrDie(dir_.File("ref.csi")));
 }
 
 TEST_F(BamSinkTest, ReferenceTooLongForBamIsRefused) {

@@ -16,7 +16,7 @@
 namespace rocksort::output {
 namespace {
 
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::ScratchDir;
 
 BgzfWriter::Options WriterOptions(int level, int threads, size_t queue_blocks = 4) {
   BgzfWriter::Options options;
@@ -85,7 +85,7 @@ TEST(BgzfWriter, EmptyStreamIsJustTheEofBlock) {
   ScratchDir dir;
   const std::string path = dir.File("empty.gz");
   WriteWith(path, 6, 2, {});
-  EXPECT_EQ(testing::ReadFileOrDie(path), std::string(BgzfEofBlock()));
+  EXPECT_EQ(test_util::ReadFileOrDie(path), std::string(BgzfEofBlock()));
   EXPECT_EQ(HtslibDecompress(path), "");
 }
 
@@ -191,7 +191,7 @@ TEST(BgzfWriter, IndexOffsetsAreThoseHtslibReadsBack) {
 // cache behind the writer (written back, then dropped), so that a long
 // output does not crowd out the runs the merge reads ahead.
 TEST(BgzfWriter, WrittenOutputLeavesThePageCacheBehindTheWriter) {
-  testing::ScratchDir dir;
+  test_util::ScratchDir dir;
   const std::string path = dir.File("out.bgzf");
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(fd, 0);

@@ -22,8 +22,8 @@
 namespace rocksort::output {
 namespace {
 
-using ::rocksort::testing::RunCommand;
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::RunCommand;
+using ::rocksort::test_util::ScratchDir;
 
 constexpr int kRefLength = 200000;
 
@@ -109,7 +109,7 @@ class HtsSinkTest : public ::testing::Test {
       for (size_t i = 0; i < bases.size(); i += 60)
         absl::StrAppend(&fasta, bases.substr(i, 60), "\n");
     }
-    testing::WriteFileOrDie(reference_, fasta);
+    test_util::WriteFileOrDie(reference_, fasta);
     // htslib must never look further (nor on the network).
     setenv("REF_PATH", dir_.File("none/%s").c_str(), 1);
     setenv("REF_CACHE", dir_.File("none/%s").c_str(), 1);
@@ -161,7 +161,7 @@ class HtsSinkTest : public ::testing::Test {
   }
 
   std::string SamtoolsView(const std::string& args) {
-    const testing::CommandResult r = RunCommand("samtools view --no-PG " + args);
+    const test_util::CommandResult r = RunCommand("samtools view --no-PG " + args);
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
     return r.stdout_text;
   }
@@ -187,7 +187,7 @@ TEST_F(HtsSinkTest, SamIsWhatSamtoolsViewPrintsForTheSameBam) {
     options.threads = threads;
     uint64_t bytes = 0;
     ASSERT_TRUE(WriteSink(*sam, dir_.File("out.sam"), options, &bytes).ok());
-    const std::string actual = testing::ReadFileOrDie(dir_.File("out.sam"));
+    const std::string actual = test_util::ReadFileOrDie(dir_.File("out.sam"));
     EXPECT_TRUE(actual == expected) << "SAM text differs from samtools view";
     EXPECT_EQ(bytes, actual.size());
   }
@@ -202,10 +202,10 @@ TEST_F(HtsSinkTest, BgzfSamDecompressesToTheSameText) {
   ASSERT_TRUE(gz->bgzf);
   uint64_t bytes = 0;
   ASSERT_TRUE(WriteSink(*gz, dir_.File("out.sam.gz"), SinkOptions(), &bytes).ok());
-  const testing::CommandResult text = RunCommand("gzip -dc " + dir_.File("out.sam.gz"));
+  const test_util::CommandResult text = RunCommand("gzip -dc " + dir_.File("out.sam.gz"));
   ASSERT_EQ(text.exit_code, 0) << text.stderr_text;
   EXPECT_TRUE(text.stdout_text == expected);
-  EXPECT_EQ(bytes, testing::ReadFileOrDie(dir_.File("out.sam.gz")).size());
+  EXPECT_EQ(bytes, test_util::ReadFileOrDie(dir_.File("out.sam.gz")).size());
 }
 
 // CRAM from the sink decodes to what htslib's own CRAM of the same records
@@ -264,7 +264,7 @@ TEST_F(HtsSinkTest, FastqIsWhatHtslibWrites) {
   ASSERT_TRUE(fq.ok());
   ASSERT_EQ(fq->kind, OutputKind::kFastq);
   ASSERT_TRUE(WriteSink(*fq, dir_.File("out.fq")).ok());
-  EXPECT_TRUE(testing::ReadFileOrDie(dir_.File("out.fq")) == testing::ReadFileOrDie(expected_path));
+  EXPECT_TRUE(test_util::ReadFileOrDie(dir_.File("out.fq")) == test_util::ReadFileOrDie(expected_path));
 }
 
 TEST_F(HtsSinkTest, BamGoesToTheZeroCopySink) {
@@ -273,8 +273,8 @@ TEST_F(HtsSinkTest, BamGoesToTheZeroCopySink) {
   ASSERT_TRUE(WriteSink(*bam, dir_.File("out.bam")).ok());
   const std::string expected = dir_.File("expected.bam");
   WriteWithHtslib(expected, "wb");
-  absl::StatusOr<std::string> mine = testing::ReadBamRecordBytes(dir_.File("out.bam"));
-  absl::StatusOr<std::string> theirs = testing::ReadBamRecordBytes(expected);
+  absl::StatusOr<std::string> mine = test_util::ReadBamRecordBytes(dir_.File("out.bam"));
+  absl::StatusOr<std::string> theirs = test_util::ReadBamRecordBytes(expected);
   ASSERT_TRUE(mine.ok() && theirs.ok());
   EXPECT_TRUE(*mine == *theirs);
 }
@@ -309,7 +309,7 @@ TEST_F(HtsSinkTest, CheckSinkRefusesAReferenceThatCannotBeLoaded) {
   EXPECT_TRUE(absl::StrContains(s.message(), "out.cram")) << s;
 
   const std::string not_fasta = dir_.File("not.fa");
-  testing::WriteFileOrDie(not_fasta, "this is not FASTA\n");
+  test_util::WriteFileOrDie(not_fasta, "this is not FASTA\n");
   cram = Format("out.cram", "", {"reference=" + not_fasta});
   ASSERT_TRUE(cram.ok());
   s = CheckSink(*cram, *header_, "out.cram", false);

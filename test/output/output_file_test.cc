@@ -14,7 +14,7 @@
 namespace rocksort::output {
 namespace {
 
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::ScratchDir;
 
 TEST(OutputFileTest, UncommittedOutputIsRemoved) {
   ScratchDir dir;
@@ -40,7 +40,7 @@ TEST(OutputFileTest, SymlinkKeepsTheLinkAndReplacesItsTarget) {
   ScratchDir dir;
   ASSERT_EQ(::mkdir(dir.File("real").c_str(), 0700), 0);
   const std::string target = dir.File("real/x.bam");
-  testing::WriteFileOrDie(target, "old");
+  test_util::WriteFileOrDie(target, "old");
   const std::string link = dir.File("link.bam");
   ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
   absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(link, nullptr);
@@ -54,7 +54,7 @@ TEST(OutputFileTest, SymlinkKeepsTheLinkAndReplacesItsTarget) {
   struct stat st;
   ASSERT_EQ(::lstat(link.c_str(), &st), 0);
   EXPECT_TRUE(S_ISLNK(st.st_mode));
-  EXPECT_EQ(testing::ReadFileOrDie(target), "new");
+  EXPECT_EQ(test_util::ReadFileOrDie(target), "new");
   std::vector<std::string> in_real;
   for (const auto& entry : std::filesystem::directory_iterator(dir.File("real"))) {
     in_real.push_back(entry.path().filename().string());

@@ -13,8 +13,8 @@
 namespace rocksort::pipeline {
 namespace {
 
-using ::rocksort::testing::RunCommand;
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::RunCommand;
+using ::rocksort::test_util::ScratchDir;
 
 // A SAM with `n` records at colliding positions on three references plus
 // unmapped reads, in scrambled order.
@@ -52,7 +52,7 @@ class PipelineTest : public ::testing::Test {
   // Sorts with samtools for the expected output.
   std::string SamtoolsSort(const std::string& in) {
     const std::string out = dir_.File("expected.bam");
-    const testing::CommandResult r = RunCommand("samtools sort -o " + out + " " + in);
+    const test_util::CommandResult r = RunCommand("samtools sort -o " + out + " " + in);
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
     return out;
   }
@@ -61,13 +61,13 @@ class PipelineTest : public ::testing::Test {
 
 TEST_F(PipelineTest, SortEqualsSamtoolsAndLeavesOnlyTheOutput) {
   const std::string in = dir_.File("in.sam");
-  testing::WriteFileOrDie(in, MakeSam(5000));
+  test_util::WriteFileOrDie(in, MakeSam(5000));
   const std::string expected = SamtoolsSort(in);
   SortReport report;
   const absl::Status s = RunSort(Options(in, dir_.File("out.bam")), nullptr, nullptr, {}, &report);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(report.records, 5000u);
-  EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
+  EXPECT_EQ(test_util::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
   EXPECT_EQ(dir_.List(), (std::vector<std::string>{"expected.bam", "in.sam", "out.bam"}));
 }
 
@@ -75,7 +75,7 @@ TEST_F(PipelineTest, SortEqualsSamtoolsAndLeavesOnlyTheOutput) {
 // its memory reads ~90 runs at one block each.
 TEST_F(PipelineTest, TinyMemoryFlushesManyRunsAndMergesThemDown) {
   const std::string in = dir_.File("in.sam");
-  testing::WriteFileOrDie(in, MakeSam(300000));
+  test_util::WriteFileOrDie(in, MakeSam(300000));
   const std::string expected = SamtoolsSort(in);
   SortOptions o = Options(in, dir_.File("out.bam"));
   o.memory_per_thread = 1 << 20;  // 256 KiB memtables: dozens of runs.
@@ -89,12 +89,12 @@ TEST_F(PipelineTest, TinyMemoryFlushesManyRunsAndMergesThemDown) {
   // were merged after loading.
   EXPECT_GT(report.store.intermediate_merges, 0);
   EXPECT_LT(report.store.runs_merged(), report.store.runs_flushed);
-  EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
+  EXPECT_EQ(test_util::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
 }
 
 TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
   const std::string in = dir_.File("in.sam");
-  testing::WriteFileOrDie(in, MakeSam(150000));
+  test_util::WriteFileOrDie(in, MakeSam(150000));
   const std::string expected = SamtoolsSort(in);
   SortOptions o = Options(in, dir_.File("out.bam"));
   // ~20 MB in 256 KiB memtables: ~80 runs, more than the final merge reads
@@ -114,7 +114,7 @@ TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
     ASSERT_TRUE(s.ok()) << s;
     EXPECT_EQ(report.store.compaction_mode, "planned");
     EXPECT_GT(report.store.compactions, 0);
-    EXPECT_EQ(testing::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
+    EXPECT_EQ(test_util::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
     flushed[c] = report.store.flush_bytes;
   }
   // The compression asked for is the one used: zstd's runs are smaller,
@@ -125,7 +125,7 @@ TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
 
 TEST_F(PipelineTest, CorruptInputLeavesNoOutputAndNoTempData) {
   const std::string in = dir_.File("in.sam");
-  testing::WriteFileOrDie(in, MakeSam(100) + "bad\tline\n");
+  test_util::WriteFileOrDie(in, MakeSam(100) + "bad\tline\n");
   const absl::Status s = RunSort(Options(in, dir_.File("out.bam")), nullptr, nullptr, {}, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("in.sam"), std::string::npos) << s;
@@ -135,7 +135,7 @@ TEST_F(PipelineTest, CorruptInputLeavesNoOutputAndNoTempData) {
 
 TEST_F(PipelineTest, CancellationLeavesNoOutputAndNoTempData) {
   const std::string in = dir_.File("in.sam");
-  testing::WriteFileOrDie(in, MakeSam(1000));
+  test_util::WriteFileOrDie(in, MakeSam(1000));
   std::atomic<bool> cancelled{true};
   const absl::Status s =
       RunSort(Options(in, dir_.File("out.bam")), &cancelled, nullptr, {}, nullptr);
@@ -190,7 +190,7 @@ class CancelAtPhaseTest : public ::testing::TestWithParam<Phase> {};
 TEST_P(CancelAtPhaseTest, CancellationInEachPhaseLeavesNoOutputAndNoTempData) {
   ScratchDir dir;
   const std::string in = dir.File("in.sam");
-  testing::WriteFileOrDie(in, MakeSam(20000));
+  test_util::WriteFileOrDie(in, MakeSam(20000));
   std::atomic<bool> cancelled{false};
   SortOptions o;
   o.inputs = {in};

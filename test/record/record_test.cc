@@ -12,7 +12,7 @@
 namespace rocksort::record {
 namespace {
 
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::ScratchDir;
 
 struct BamDeleter {
   void operator()(bam1_t* b) const { bam_destroy1(b); }

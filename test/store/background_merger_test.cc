@@ -20,7 +20,7 @@
 namespace rocksort::store {
 namespace {
 
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::ScratchDir;
 
 constexpr int kKeysPerRun = 64;
 constexpr int kValueBytes = 256;

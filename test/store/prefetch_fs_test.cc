@@ -83,7 +83,7 @@ class PrefetchFsTest : public ::testing::Test {
     ASSERT_EQ(result.size(), n);
   }
 
-  testing::ScratchDir dir_;
+  test_util::ScratchDir dir_;
   std::string path_;
   std::shared_ptr<PrefetchFileSystem> fs_;
   std::unique_ptr<rocksdb::FSRandomAccessFile> file_;

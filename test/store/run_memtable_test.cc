@@ -57,7 +57,7 @@ class RunMemTableTest : public ::testing::Test {
     return out;
   }
 
-  testing::ScratchDir dir_;
+  test_util::ScratchDir dir_;
   std::unique_ptr<rocksdb::DB> db_;
 };
 

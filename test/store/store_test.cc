@@ -15,7 +15,7 @@
 namespace rocksort::store {
 namespace {
 
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::ScratchDir;
 
 // A stored record whose only job is to carry `payload` (as its read name,
 // which is what ReadBack returns).

@@ -14,7 +14,7 @@
 namespace rocksort::store {
 namespace {
 
-using ::rocksort::testing::ScratchDir;
+using ::rocksort::test_util::ScratchDir;
 
 // Options for a DB that must not exist yet.
 rocksdb::Options NewDbOptions() {

@@ -11,7 +11,7 @@
 namespace rocksort::tools {
 namespace {
 
-using ::rocksort::testing::RunCommand;
+using ::rocksort::test_util::RunCommand;
 
 absl::StatusOr<Command> Parse(std::vector<std::string> args, bool tty = false) {
   args.insert(args.begin(), "rocksort");
@@ -401,11 +401,11 @@ TEST(ParseCommandLine, SeveralInputsNeedDashO) {
 // As samtools merge: the inputs of every -b list, in order, then those on
 // the command line; empty lines are skipped.
 TEST(ParseCommandLine, InputListsComeBeforePositionalInputs) {
-  testing::ScratchDir dir;
+  test_util::ScratchDir dir;
   const std::string list1 = dir.File("one.txt");
   const std::string list2 = dir.File("two.txt");
-  testing::WriteFileOrDie(list1, "a.bam\n\nb 2.sam\r\n");
-  testing::WriteFileOrDie(list2, "c.cram");
+  test_util::WriteFileOrDie(list1, "a.bam\n\nb 2.sam\r\n");
+  test_util::WriteFileOrDie(list2, "c.cram");
   absl::StatusOr<Command> c = Parse({"-b", list1, "-o", "out.bam", "x.bam", "-b", list2});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->sort.inputs, (std::vector<std::string>{"a.bam", "b 2.sam", "c.cram", "x.bam"}));
@@ -417,14 +417,14 @@ TEST(ParseCommandLine, InputListsComeBeforePositionalInputs) {
 }
 
 TEST(ParseCommandLine, MissingOrEmptyInputListIsAnErrorNamingIt) {
-  testing::ScratchDir dir;
+  test_util::ScratchDir dir;
   const std::string missing = dir.File("missing.txt");
   absl::StatusOr<Command> c = Parse({"-b", missing, "-o", "out.bam"});
   ASSERT_FALSE(c.ok());
   EXPECT_TRUE(absl::IsNotFound(c.status())) << c.status();
   EXPECT_TRUE(absl::StrContains(c.status().message(), missing)) << c.status();
   const std::string empty = dir.File("empty.txt");
-  testing::WriteFileOrDie(empty, "\n\n");
+  test_util::WriteFileOrDie(empty, "\n\n");
   c = Parse({"-b", empty, "-o", "out.bam"});
   ASSERT_FALSE(c.ok());
   EXPECT_TRUE(absl::StrContains(c.status().message(), empty)) << c.status();
@@ -440,14 +440,14 @@ TEST(ParseCommandLine, OutputMayBeTheInput) {
 }
 
 TEST(RocksortBinary, HelpGoesToStdoutWithExitZero) {
-  const testing::CommandResult r = RunCommand(testing::RocksortBinary() + " -h");
+  const test_util::CommandResult r = RunCommand(test_util::RocksortBinary() + " -h");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.stdout_text.find("Usage: rocksort"), std::string::npos);
   EXPECT_NE(r.stdout_text.find("[768M]"), std::string::npos);  // Default from the struct.
 }
 
 TEST(RocksortBinary, MisuseGoesToStderrWithExitOne) {
-  const testing::CommandResult r = RunCommand(testing::RocksortBinary() + " -m 12Q in.bam");
+  const test_util::CommandResult r = RunCommand(test_util::RocksortBinary() + " -m 12Q in.bam");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.stderr_text.find("12Q"), std::string::npos);
   EXPECT_NE(r.stderr_text.find("Usage:"), std::string::npos);
@@ -455,8 +455,8 @@ TEST(RocksortBinary, MisuseGoesToStderrWithExitOne) {
 }
 
 TEST(RocksortBinary, MissingInputNamesTheFile) {
-  testing::ScratchDir dir;
-  const testing::CommandResult r = RunCommand(testing::RocksortBinary() + " -o " +
+  test_util::ScratchDir dir;
+  const test_util::CommandResult r = RunCommand(test_util::RocksortBinary() + " -o " +
                                               dir.File("o.bam") + " " + dir.File("nope.bam"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.stderr_text.find("nope.bam"), std::string::npos) << r.stderr_text;
@@ -465,7 +465,7 @@ TEST(RocksortBinary, MissingInputNamesTheFile) {
 }
 
 TEST(RocksortBinary, VersionPrintsVersion) {
-  const testing::CommandResult r = RunCommand(testing::RocksortBinary() + " --version");
+  const test_util::CommandResult r = RunCommand(test_util::RocksortBinary() + " --version");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.stdout_text.rfind("rocksort ", 0), 0u);
 }

@@ -19,9 +19,9 @@ namespace rocksort::tools {
 namespace {
 
 using pipeline::Phase;
-using testing::CommandResult;
-using testing::RunCommand;
-using testing::ScratchDir;
+using test_util::CommandResult;
+using test_util::RunCommand;
+using test_util::ScratchDir;
 
 TEST(FormatProgress, CountsBytesAndDurations) {
   EXPECT_EQ(FormatCount(0), "0");
@@ -109,7 +109,7 @@ class ProgressOnATerminal : public ::testing::Test {
     // ticks even on a fast machine: ~1.2M records, written at level 9.
     input_ = dir_.File("in.bam");
     const CommandResult gen = RunCommand(
-        absl::StrCat(testing::GenReadsBinary(), " -n 600000 --seed 7 --refs 3 -l 1 -o ", input_));
+        absl::StrCat(test_util::GenReadsBinary(), " -n 600000 --seed 7 --refs 3 -l 1 -o ", input_));
     ASSERT_EQ(gen.exit_code, 0) << gen.stderr_text;
   }
 
@@ -125,9 +125,9 @@ class ProgressOnATerminal : public ::testing::Test {
   // pane_log_ (every byte the pane received) and screen_ (the final screen).
   void RunInPane(const std::string& rocksort_args) {
     const std::string script = dir_.File("run.sh");
-    testing::WriteFileOrDie(
+    test_util::WriteFileOrDie(
         script, absl::StrCat("while [ ! -e ", dir_.File("go"), " ]; do sleep 0.05; done\n",
-                             testing::RocksortBinary(), " ", rocksort_args, "\necho \"exit=$?\" > ",
+                             test_util::RocksortBinary(), " ", rocksort_args, "\necho \"exit=$?\" > ",
                              dir_.File("status.tmp"), " && mv ", dir_.File("status.tmp"), " ",
                              dir_.File("status"), "\nexec sleep 600\n"));
     started_ = true;
@@ -137,17 +137,17 @@ class ProgressOnATerminal : public ::testing::Test {
     ASSERT_EQ(RunCommand(Tmux(absl::StrCat("pipe-pane -o 'cat > ", dir_.File("pane.log"), "'")))
                   .exit_code,
               0);
-    testing::WriteFileOrDie(dir_.File("go"), "");
+    test_util::WriteFileOrDie(dir_.File("go"), "");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
     while (RunCommand(absl::StrCat("test -e ", dir_.File("status"))).exit_code != 0) {
       ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "rocksort did not finish";
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    EXPECT_EQ(testing::ReadFileOrDie(dir_.File("status")), "exit=0\n");
+    EXPECT_EQ(test_util::ReadFileOrDie(dir_.File("status")), "exit=0\n");
     screen_ = RunCommand(Tmux("capture-pane -p")).stdout_text;
     // pipe-pane's cat may lag the pane a little.
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    pane_log_ = testing::ReadFileOrDie(dir_.File("pane.log"));
+    pane_log_ = test_util::ReadFileOrDie(dir_.File("pane.log"));
   }
 
   ScratchDir dir_;
@@ -214,14 +214,14 @@ TEST(ProgressDisplay, MessagesEraseTheLineFirst) {
 TEST(ProgressToAFile, AbsentUnlessForced) {
   ScratchDir dir;
   const std::string input = dir.File("in.bam");
-  ASSERT_EQ(RunCommand(absl::StrCat(testing::GenReadsBinary(), " -n 200000 --seed 3 -o ", input))
+  ASSERT_EQ(RunCommand(absl::StrCat(test_util::GenReadsBinary(), " -n 200000 --seed 3 -o ", input))
                 .exit_code,
             0);
   CommandResult r =
-      RunCommand(absl::StrCat(testing::RocksortBinary(), " -o ", dir.File("a.bam"), " ", input));
+      RunCommand(absl::StrCat(test_util::RocksortBinary(), " -o ", dir.File("a.bam"), " ", input));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(r.stderr_text, "");
-  r = RunCommand(absl::StrCat(testing::RocksortBinary(), " --progress -l 9 -o ", dir.File("b.bam"),
+  r = RunCommand(absl::StrCat(test_util::RocksortBinary(), " --progress -l 9 -o ", dir.File("b.bam"),
                               " ", input));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_TRUE(absl::StrContains(r.stderr_text, "\rrocksort: writing ")) << r.stderr_text;
