@@ -11,9 +11,11 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "htslib/bgzf.h"
 #include "htslib/sam.h"
 
@@ -157,5 +159,29 @@ std::string CompareAlignmentFiles(const std::string& expected, const std::string
 
 std::string RocksortBinary() { return ROCKSORT_BINARY; }
 std::string GenReadsBinary() { return GEN_READS_BINARY; }
+
+std::string FastaForHeader(const std::string& header_text) {
+  std::string fasta;
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  for (absl::string_view line : absl::StrSplit(header_text, '\n')) {
+    if (!absl::StartsWith(line, "@SQ")) continue;
+    std::string name;
+    int64_t length = 0;
+    for (absl::string_view field : absl::StrSplit(line, '\t')) {
+      if (absl::ConsumePrefix(&field, "SN:")) name = std::string(field);
+      if (absl::ConsumePrefix(&field, "LN:") && !absl::SimpleAtoi(field, &length)) {
+        std::fprintf(stderr, "FastaForHeader: bad LN in \"%s\"\n", std::string(line).c_str());
+        std::abort();
+      }
+    }
+    absl::StrAppend(&fasta, ">", name, "\n");
+    for (int64_t i = 0; i < length; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      fasta.push_back("ACGT"[x % 4]);
+      if (i % 60 == 59 || i == length - 1) fasta.push_back('\n');
+    }
+  }
+  return fasta;
+}
 
 }  // namespace rocksort::test_util

@@ -56,6 +56,11 @@ std::string ReadFileOrDie(const std::string& path);
 void WriteFileOrDie(const std::string& path, const std::string& contents);
 
 // The test binaries' build locations (set by CMake).
+// A FASTA whose sequences have the names and lengths of the @SQ lines in
+// `header_text` (SAM header text), pseudo-random bases, 60 a line: the same
+// bases for the same header, for CRAM tests.
+std::string FastaForHeader(const std::string& header_text);
+
 std::string RocksortBinary();
 std::string GenReadsBinary();
 

@@ -225,9 +225,9 @@ TEST_F(EndToEndTest, LargestBamPositionMatchesSamtools) {
 TEST_F(EndToEndTest, HeaderWithoutHdGetsSortOrder) {
   const std::string in = dir_.File("nohd.sam");
   test_util::WriteFileOrDie(in,
-                          "@SQ\tSN:chr1\tLN:1000\n"
-                          "b\t0\tchr1\t20\t60\t2M\t*\t0\t0\tAC\tII\n"
-                          "a\t0\tchr1\t10\t60\t2M\t*\t0\t0\tAC\tII\n");
+                            "@SQ\tSN:chr1\tLN:1000\n"
+                            "b\t0\tchr1\t20\t60\t2M\t*\t0\t0\tAC\tII\n"
+                            "a\t0\tchr1\t10\t60\t2M\t*\t0\t0\tAC\tII\n");
   ExpectSameAsSamtools(in, absl::StrCat(in, " ", dir_.File("out.bam")));
   absl::StatusOr<test_util::AlignmentFile> out = test_util::ReadAlignmentFile(dir_.File("out.bam"));
   ASSERT_TRUE(out.ok());
@@ -245,9 +245,9 @@ TEST_F(EndToEndTest, HdGroupingAndSubSortAreDroppedLikeSamtools) {
     SCOPED_TRACE(hd);
     const std::string in = dir_.File("hd.sam");
     test_util::WriteFileOrDie(in, absl::StrCat(hd,
-                                             "\n@SQ\tSN:chr1\tLN:1000\n"
-                                             "b\t0\tchr1\t20\t60\t2M\t*\t0\t0\tAC\tII\n"
-                                             "a\t0\tchr1\t10\t60\t2M\t*\t0\t0\tAC\tII\n"));
+                                               "\n@SQ\tSN:chr1\tLN:1000\n"
+                                               "b\t0\tchr1\t20\t60\t2M\t*\t0\t0\tAC\tII\n"
+                                               "a\t0\tchr1\t10\t60\t2M\t*\t0\t0\tAC\tII\n"));
     ExpectSameAsSamtools(in, absl::StrCat(in, " ", dir_.File("out.bam")));
   }
 }
@@ -259,7 +259,8 @@ TEST_F(EndToEndTest, PgLineRecordsTheCommandUnlessDisabled) {
   CommandResult h = RunCommand("samtools view -H " + out);
   EXPECT_NE(h.stdout_text.find("@PG\tID:rocksort"), std::string::npos) << h.stdout_text;
   ASSERT_EQ(
-      RunCommand(absl::StrCat(test_util::RocksortBinary(), " --no-PG ", in, " ", out)).exit_code, 0);
+      RunCommand(absl::StrCat(test_util::RocksortBinary(), " --no-PG ", in, " ", out)).exit_code,
+      0);
   h = RunCommand("samtools view --no-PG -H " + out);
   EXPECT_EQ(h.stdout_text.find("ID:rocksort"), std::string::npos) << h.stdout_text;
 }
@@ -347,27 +348,7 @@ TEST_F(EndToEndTest, PlainGzipSamMatchesSamtoolsWithoutATruncationWarning) {
 // pointed at nothing, so only --reference can decode it.
 TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
   const std::string sam = Generate("in.sam", "-n 3000 --seed 16 --refs 3 --genome-length 30K");
-  // A FASTA with the @SQ names and lengths, 60 bases per line.
-  std::string fasta;
-  uint64_t x = 0x9E3779B97F4A7C15ULL;
-  const std::string sam_text = test_util::ReadFileOrDie(sam);
-  for (absl::string_view line : absl::StrSplit(sam_text, '\n')) {
-    if (!absl::StartsWith(line, "@SQ")) continue;
-    std::string name;
-    int64_t length = 0;
-    for (absl::string_view field : absl::StrSplit(line, '\t')) {
-      if (absl::ConsumePrefix(&field, "SN:")) name = std::string(field);
-      if (absl::ConsumePrefix(&field, "LN:")) {
-        ASSERT_TRUE(absl::SimpleAtoi(field, &length));
-      }
-    }
-    absl::StrAppend(&fasta, ">", name, "\n");
-    for (int64_t i = 0; i < length; ++i) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      fasta.push_back("ACGT"[x % 4]);
-      if (i % 60 == 59 || i == length - 1) fasta.push_back('\n');
-    }
-  }
+  const std::string fasta = test_util::FastaForHeader(test_util::ReadFileOrDie(sam));
   const std::string written_with = dir_.File("ref_at_write.fa");
   test_util::WriteFileOrDie(written_with, fasta);
   const std::string cram = dir_.File("in.cram");
@@ -402,8 +383,8 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
   EXPECT_TRUE(absl::StrContains(none.stderr_text, cram)) << none.stderr_text;
   EXPECT_TRUE(absl::StrContains(none.stderr_text, "reference")) << none.stderr_text;
   const std::string missing = dir_.File("missing.fa");
-  const CommandResult bad = RunCommand(absl::StrCat(env, test_util::RocksortBinary(), " --reference ",
-                                                    missing, " -o ", out, " ", cram));
+  const CommandResult bad = RunCommand(absl::StrCat(
+      env, test_util::RocksortBinary(), " --reference ", missing, " -o ", out, " ", cram));
   EXPECT_EQ(bad.exit_code, 1) << bad.stderr_text;
   EXPECT_TRUE(absl::StrContains(bad.stderr_text, missing)) << bad.stderr_text;
   EXPECT_FALSE(std::filesystem::exists(out));
@@ -419,9 +400,9 @@ TEST_F(EndToEndTest, SamWithoutSqTakesReferencesFromTheFastaIndex) {
   ASSERT_EQ(RunCommand("samtools faidx " + ref).exit_code, 0);
   const std::string in = dir_.File("no_sq.sam");
   test_util::WriteFileOrDie(in,
-                          "r1\t0\td\t2\t0\t1M\t*\t0\t0\tA\tI\n"
-                          "r2\t16\tc\t9\t0\t2M\t*\t0\t0\tAC\tII\n"
-                          "r3\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
+                            "r1\t0\td\t2\t0\t1M\t*\t0\t0\tA\tI\n"
+                            "r2\t16\tc\t9\t0\t2M\t*\t0\t0\tAC\tII\n"
+                            "r3\t0\tc\t1\t0\t1M\t*\t0\t0\tA\tI\n");
   const std::string expected = dir_.File("expected.bam");
   const CommandResult s =
       RunCommand(absl::StrCat("samtools sort --reference ", ref, ".fai -o ", expected, " ", in));
@@ -504,8 +485,8 @@ TEST_F(EndToEndTest, OutputNamedUpToTheFileSystemLimitIsWritten) {
   const std::string expected = SamtoolsSort(in);
   // 251 bytes, and 255 with the index's ".csi".
   const std::string out = dir_.File(std::string(247, 'a') + ".bam");
-  const CommandResult r =
-      RunCommand(absl::StrCat(test_util::RocksortBinary(), " -m 1M --write-index -o ", out, " ", in));
+  const CommandResult r = RunCommand(
+      absl::StrCat(test_util::RocksortBinary(), " -m 1M --write-index -o ", out, " ", in));
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(test_util::CompareAlignmentFiles(expected, out), "");
   EXPECT_EQ(RunCommand("samtools view -c " + out + " chr1").exit_code, 0);

@@ -53,26 +53,8 @@ class FormatsTest : public ::testing::Test {
 
   // A FASTA with the @SQ names and lengths of `alignments`, 60 bases a line.
   std::string MakeReference(const std::string& alignments) {
-    std::string fasta;
-    uint64_t x = 0x9E3779B97F4A7C15ULL;
-    const std::string header = RunCommand("samtools view -H " + alignments).stdout_text;
-    for (absl::string_view line : absl::StrSplit(header, '\n')) {
-      if (!absl::StartsWith(line, "@SQ")) continue;
-      std::string name;
-      int64_t length = 0;
-      for (absl::string_view field : absl::StrSplit(line, '\t')) {
-        if (absl::ConsumePrefix(&field, "SN:")) name = std::string(field);
-        if (absl::ConsumePrefix(&field, "LN:")) {
-          EXPECT_TRUE(absl::SimpleAtoi(field, &length));
-        }
-      }
-      absl::StrAppend(&fasta, ">", name, "\n");
-      for (int64_t i = 0; i < length; ++i) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        fasta.push_back("ACGT"[x % 4]);
-        if (i % 60 == 59 || i == length - 1) fasta.push_back('\n');
-      }
-    }
+    const std::string fasta =
+        test_util::FastaForHeader(RunCommand("samtools view -H " + alignments).stdout_text);
     const std::string path = dir_.File("ref.fa");
     test_util::WriteFileOrDie(path, fasta);
     EXPECT_EQ(RunCommand("samtools faidx " + path).exit_code, 0);
@@ -291,7 +273,8 @@ TEST_F(FormatsTest, WriteIndexForSamAsSamtools) {
     EXPECT_TRUE(test_util::ReadFileOrDie(out) == test_util::ReadFileOrDie(expected))
         << "SAM.gz differs from samtools'";
     ASSERT_TRUE(Exists(out + ".csi"));
-    EXPECT_TRUE(test_util::ReadFileOrDie(out + ".csi") == test_util::ReadFileOrDie(expected + ".csi"))
+    EXPECT_TRUE(test_util::ReadFileOrDie(out + ".csi") ==
+                test_util::ReadFileOrDie(expected + ".csi"))
         << "CSI differs from samtools sort --write-index";
     const CommandResult region = RunCommand("samtools view -c " + out + " chr1:1-5000000");
     EXPECT_EQ(region.exit_code, 0) << region.stderr_text;

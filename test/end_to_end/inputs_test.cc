@@ -59,8 +59,8 @@ class InputsTest : public ::testing::Test {
     Run(absl::StrCat(test_util::GenReadsBinary(), " ", args, " -o ", path));
     if (rg != "SIM.1") {
       test_util::WriteFileOrDie(path, absl::StrReplaceAll(test_util::ReadFileOrDie(path),
-                                                        {{"\tID:SIM.1\t", "\tID:" + rg + "\t"},
-                                                         {"\tRG:Z:SIM.1", "\tRG:Z:" + rg}}));
+                                                          {{"\tID:SIM.1\t", "\tID:" + rg + "\t"},
+                                                           {"\tRG:Z:SIM.1", "\tRG:Z:" + rg}}));
     }
     return path;
   }
@@ -75,25 +75,7 @@ class InputsTest : public ::testing::Test {
 
   // A FASTA with the @SQ names and lengths of `alignments`, for CRAM.
   void MakeReference(const std::string& alignments) {
-    std::string fasta;
-    uint64_t x = 0x9E3779B97F4A7C15ULL;
-    for (absl::string_view line : absl::StrSplit(Run("samtools view -H " + alignments), '\n')) {
-      if (!absl::StartsWith(line, "@SQ")) continue;
-      std::string name;
-      int64_t length = 0;
-      for (absl::string_view field : absl::StrSplit(line, '\t')) {
-        if (absl::ConsumePrefix(&field, "SN:")) name = std::string(field);
-        if (absl::ConsumePrefix(&field, "LN:")) {
-          EXPECT_TRUE(absl::SimpleAtoi(field, &length));
-        }
-      }
-      absl::StrAppend(&fasta, ">", name, "\n");
-      for (int64_t i = 0; i < length; ++i) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        fasta.push_back("ACGT"[x % 4]);
-        if (i % 60 == 59 || i == length - 1) fasta.push_back('\n');
-      }
-    }
+    const std::string fasta = test_util::FastaForHeader(Run("samtools view -H " + alignments));
     reference_ = dir_.File("ref.fa");
     test_util::WriteFileOrDie(reference_, fasta);
     Run("samtools faidx " + reference_);
@@ -251,9 +233,10 @@ TEST_F(InputsTest, CollidingReadGroupsAreRenamedAsSamtoolsMerge) {
   const std::string merged = dir_.File("merged.bam");
   Run(absl::StrCat("samtools merge --no-PG -s 0 -o ", merged, " ", absl::StrJoin(sorted, " ")));
   const std::string expected = dir_.File("expected.bam");
-  Run(absl::StrCat("samtools view --no-PG -h ", merged,
-                   R"( | sed -E 's/(SIM\.1-)([0-9A-F]{7})\b/\10\2/g' | samtools view --no-PG -b -o )",
-                   expected, " -"));
+  Run(absl::StrCat(
+      "samtools view --no-PG -h ", merged,
+      R"( | sed -E 's/(SIM\.1-)([0-9A-F]{7})\b/\10\2/g' | samtools view --no-PG -b -o )", expected,
+      " -"));
   ASSERT_TRUE(absl::StrContains(Run("samtools view -H " + expected), "@RG\tID:SIM.1-0C55E80A"));
 
   const std::string out = dir_.File("out.bam");
