@@ -40,6 +40,8 @@ only=all
 samtools_opt=""  # --samtools as given; empty means the peer's default path
 debian_samtools=/usr/bin/samtools
 rocksort=$REPO/build/tools/rocksort
+rocksort_b=""  # --rocksort-b as given; empty means --rocksort
+b_args=""
 threads=2
 mem=768M
 order=""
@@ -91,6 +93,8 @@ Commands:
                        samtools-1.16  'samtools sort' of --debian-samtools
                        rocksort       rocksort with the arguments after --
                        rocksort-nocompact  the same with --no-compaction
+                       rocksort-b     --rocksort-b with the arguments after --
+                                      and --b-args: the B side of an A/B
                        copy           'samtools view -b' of the input
                                       (--samtools): decoding and re-encoding
                                       without sorting, the floor
@@ -101,6 +105,9 @@ Commands:
                      [$PEER_SAMTOOLS]
   --debian-samtools PATH  samtools of samtools-1.16 [$debian_samtools]
   --rocksort PATH    rocksort binary [$rocksort]
+  --rocksort-b PATH  rocksort binary of rocksort-b [--rocksort]
+  --b-args 'ARGS'    extra arguments for rocksort-b only, split at spaces,
+                     after those after -- (e.g. --progress) [none]
 
 Sorting (the same for every command):
   --threads N        -@ N [$threads]
@@ -109,8 +116,8 @@ Sorting (the same for every command):
                      -n, -N, '-t RG', --template-coordinate [coordinate]
   --level L          -l L output compression level, copy included
                      [each tool's default]
-  -- ARGS...         extra arguments for rocksort and rocksort-nocompact,
-                     before the input
+  -- ARGS...         extra arguments for rocksort, rocksort-nocompact and
+                     rocksort-b, before the input
 
 Disk (root and cgroup v1 in both modes):
   --disk MODE        [$disk]
@@ -265,6 +272,8 @@ set_option() {
     --samtools) samtools_opt=$2 ;;
     --debian-samtools) debian_samtools=$2 ;;
     --rocksort) rocksort=$2 ;;
+    --rocksort-b) rocksort_b=$2 ;;
+    --b-args) b_args=$2 ;;
     --threads) threads=$2 ;;
     --mem) mem=$2 ;;
     --order) order=$2 ;;
@@ -307,6 +316,7 @@ check_options() {
   is_count "$runs" || die "--runs: expected a positive integer, got '$runs'"
   [[ -n $workdir ]] || die "--workdir: empty path"
   read -r -a order_args <<<"$order"
+  read -r -a b_arg_words <<<"$b_args"
   # --only as a list of commands, "all" expanded, each once, in order.
   names=()
   IFS=, read -r -a words <<<"$only"
@@ -314,8 +324,8 @@ check_options() {
   for word in "${words[@]}"; do
     case $word in
       all) w=(samtools rocksort) ;;
-      samtools | samtools-1.16 | rocksort | rocksort-nocompact | copy) w=("$word") ;;
-      *) die "--only: expected samtools, samtools-1.16, rocksort, rocksort-nocompact, copy or all, got '$word'" ;;
+      samtools | samtools-1.16 | rocksort | rocksort-nocompact | rocksort-b | copy) w=("$word") ;;
+      *) die "--only: expected samtools, samtools-1.16, rocksort, rocksort-nocompact, rocksort-b, copy or all, got '$word'" ;;
     esac
     for item in "${w[@]}"; do
       runs_command "$item" || names+=("$item")
@@ -352,6 +362,9 @@ resolve_binaries() {
       die "$rocksort --help does not list --no-compaction; can't run rocksort-nocompact"
     fi
   fi
+  if runs_command rocksort-b; then
+    rocksort_b=$(resolve_binary rocksort-b "${rocksort_b:-$rocksort}" "build it, or pass --rocksort-b PATH")
+  fi
   [[ -x /usr/bin/time ]] || die "GNU time not found at /usr/bin/time (apt-get install time)"
 }
 
@@ -378,6 +391,9 @@ make_command() {
     rocksort-nocompact)
       cmd=("$rocksort" "${common[@]}" -m "$mem" "${order_args[@]}" -T "$tmp" -o "$out"
         --no-compaction "${extra[@]}" "$input") ;;
+    rocksort-b)
+      cmd=("$rocksort_b" "${common[@]}" -m "$mem" "${order_args[@]}" -T "$tmp" -o "$out" "${extra[@]}"
+        "${b_arg_words[@]}" "$input") ;;
     copy)
       cmd=("$samtools" view "${common[@]}" -b -o "$out" "$input") ;;
   esac

@@ -50,6 +50,9 @@ print_versions() {
   if runs_command rocksort || runs_command rocksort-nocompact; then
     echo "  rocksort: $rocksort: $(version_of "$rocksort")"
   fi
+  if runs_command rocksort-b; then
+    echo "  rocksort-b: $rocksort_b: $(version_of "$rocksort_b")${b_args:+ with $b_args}"
+  fi
 }
 
 # --- Input ------------------------------------------------------------------------

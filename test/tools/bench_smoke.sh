@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Smoke test of the benchmark harness, tools/bench.sh, on a 1 MiB generated
-# input on the emulated HDD (-@ 1 -m 8M, --only all,copy --verify --keep):
-# every command gets a result row with a peak-temp figure, each kept
-# timeline is well formed, and --verify finds rocksort's output identical to
-# samtools'; then again with the input fed as SAM on stdin (--feed sam):
+# input on the emulated HDD (-@ 1 -m 8M, --only all,rocksort-b,copy --verify
+# --keep, rocksort-b given --b-args --no-progress): every command gets a
+# result row with a peak-temp figure, each kept timeline is well formed,
+# rocksort-b runs with its own arguments, and --verify finds both rocksorts'
+# outputs identical to samtools'; then again with the input fed as SAM on stdin (--feed sam):
 # rows with an after-EOF time, identical outputs. Timing is not checked: the figures come from real runs
 # (docs/benchmarks.md).
 #
@@ -19,7 +20,7 @@ rocksort=$1 gen=$2
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 readonly lock=/run/lock/rocksort-bench-hdd.lock  # HDD_LOCK of tools/hdd_emulation.sh
 readonly peer=/opt/samtools-1.23.1/bin/samtools
-readonly commands=(samtools rocksort copy)
+readonly commands=(samtools rocksort rocksort-b copy)
 
 # Prints why the test is skipped and exits 77.
 skip() {
@@ -50,8 +51,9 @@ if [[ ! -x $peer ]]; then
   echo "bench_smoke: $peer not found; Debian's samtools is the baseline (--samtools /usr/bin/samtools)"
   samtools_args=(--samtools /usr/bin/samtools)
 fi
-"$repo/tools/bench.sh" --input gen:1M --threads 1 --mem 8M --disk hdd --only all,copy --verify \
-  --keep --workdir "$work" --rocksort "$rocksort" --gen "$gen" "${samtools_args[@]}" \
+"$repo/tools/bench.sh" --input gen:1M --threads 1 --mem 8M --disk hdd --only all,rocksort-b,copy \
+  --verify --keep --workdir "$work" --rocksort "$rocksort" --b-args --no-progress --gen "$gen" \
+  "${samtools_args[@]}" \
   >"$work/out.txt" 2>&1 || fail "the harness failed"
 
 # A result row per command: 13 columns, the twelfth the peak temporary bytes.
@@ -74,8 +76,14 @@ for name in "${commands[@]}"; do
     END { exit bad }' "$timeline" || fail "malformed timeline row in $timeline"
   [[ -f $work/out.$name.bam ]] || fail "--keep did not keep out.$name.bam"
 done
-grep -q '^  rocksort records: IDENTICAL' "$work/out.txt" ||
-  fail "--verify did not report identical records"
+grep -q "^  rocksort-b: .* with --no-progress\$" "$work/out.txt" ||
+  fail "no version line for rocksort-b with its --b-args"
+grep -q -- "--no-progress $work/input-1M-s1.bam\$" "$work/out.txt" ||
+  fail "rocksort-b's command does not end with its --b-args and the input"
+for name in rocksort rocksort-b; do
+  grep -q "^  $name records: IDENTICAL" "$work/out.txt" ||
+    fail "--verify did not report identical records for $name"
+done
 grep -q '^  rocksort header (without @PG): IDENTICAL' "$work/out.txt" ||
   fail "--verify did not report identical headers"
 ! grep -q 'DIFFERENT' "$work/out.txt" || fail "--verify reported a difference"
