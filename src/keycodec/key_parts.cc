@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/aux_type.h"
 #include "common/coding.h"
 #include "keycodec/key_parts_internal.h"
 
@@ -27,27 +28,8 @@ constexpr char kDigitRunMarker = 0x30;
 // htslib's aux_type2size: the fixed size of a value type, or the type byte
 // itself for Z, H and B (which htslib then switches on), 0 for unknown.
 int AuxTypeSize(uint8_t type) {
-  switch (type) {
-    case 'A':
-    case 'c':
-    case 'C':
-      return 1;
-    case 's':
-    case 'S':
-      return 2;
-    case 'i':
-    case 'I':
-    case 'f':
-      return 4;
-    case 'd':
-      return 8;
-    case 'Z':
-    case 'H':
-    case 'B':
-      return type;
-    default:
-      return 0;
-  }
+  if (type == 'Z' || type == 'H' || type == 'B') return type;
+  return static_cast<int>(FixedAuxSize(static_cast<char>(type)));
 }
 
 // htslib 1.23.1's skip_aux: the end of the value whose type byte is at `s`,

@@ -6,31 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/aux_type.h"
 #include "common/coding.h"
 
 namespace rocksort::record {
 namespace {
-
-// The size of an aux value of type `type` (not B, Z or H), 0 if unknown.
-size_t FixedAuxSize(char type) {
-  switch (type) {
-    case 'A':
-    case 'c':
-    case 'C':
-      return 1;
-    case 's':
-    case 'S':
-      return 2;
-    case 'i':
-    case 'I':
-    case 'f':
-      return 4;
-    case 'd':
-      return 8;
-    default:
-      return 0;
-  }
-}
 
 // The bytes of the aux field starting at aux[at] (tag, type, value), or 0
 // when it runs past the end or its type is unknown.
