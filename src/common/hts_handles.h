@@ -14,6 +14,7 @@
 #include "htslib/bgzf.h"
 #include "htslib/hts.h"
 #include "htslib/sam.h"
+#include "htslib/thread_pool.h"
 
 namespace rocksort {
 
@@ -32,12 +33,16 @@ struct BgzfCloser {
 struct IndexDestroyer {
   void operator()(hts_idx_t* idx) const { hts_idx_destroy(idx); }
 };
+struct ThreadPoolDestroyer {
+  void operator()(hts_tpool* p) const { hts_tpool_destroy(p); }
+};
 
 using HtsFilePtr = std::unique_ptr<htsFile, HtsFileCloser>;
 using HeaderPtr = std::unique_ptr<sam_hdr_t, HeaderDestroyer>;
 using RecordPtr = std::unique_ptr<bam1_t, RecordDestroyer>;
 using BgzfPtr = std::unique_ptr<BGZF, BgzfCloser>;
 using IndexPtr = std::unique_ptr<hts_idx_t, IndexDestroyer>;
+using ThreadPoolPtr = std::unique_ptr<hts_tpool, ThreadPoolDestroyer>;
 
 }  // namespace rocksort
 

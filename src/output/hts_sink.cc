@@ -38,11 +38,6 @@ namespace {
 // (HTS_OPT_BLOCK_SIZE, BAM_BLOCK_SIZE in bam_sort.c).
 constexpr int kBlockSize = 2 * 1024 * 1024;
 
-struct ThreadPoolDestroyer {
-  void operator()(hts_tpool* p) const { hts_tpool_destroy(p); }
-};
-using ThreadPoolPtr = std::unique_ptr<hts_tpool, ThreadPoolDestroyer>;
-
 // errno values that mean the bytes could not be written, whatever htslib
 // was doing: reported as such, not as a format or reference problem.
 bool IsWriteError(int err) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "split_mix64.h"
+
 namespace rocksort {
 namespace gen_reads {
 
@@ -109,32 +111,12 @@ class [[nodiscard]] Status {
   } while (0)
 
 // ---------------------------------------------------------------------------
-// SplitMix64: tiny, fast and fully specified, so the output does not depend
-// on the C++ library's distribution implementations. Streams for different
-// purposes are seeded independently so that, for example, the sequence of
-// ordinary pairs does not change when --edge-cases inserts extra records.
-
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n) by multiply-shift; the bias (< n / 2^64) is irrelevant
-  // here and the method needs no rejection loop.
-  uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
-  }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-  bool Chance(double p) { return Uniform() < p; }
-
- private:
-  uint64_t state_;
-};
+// Random numbers: SplitMix64 (tools/split_mix64.h), fully specified, so the
+// output does not depend on the C++ library's distribution implementations.
+// Streams for different purposes are seeded independently (StreamSeed) so
+// that, for example, the sequence of ordinary pairs does not change when
+// --edge-cases inserts extra records.
+using Rng = SplitMix64;
 
 enum RngStream : uint64_t {
   kStreamReference = 1,
@@ -142,11 +124,6 @@ enum RngStream : uint64_t {
   kStreamNames = 3,
   kStreamEdge = 4,
 };
-
-inline uint64_t StreamSeed(uint64_t seed, RngStream stream) {
-  Rng mixer(seed ^ (stream * 0xd1b54a32d192ed03ULL));
-  return mixer.Next();
-}
 
 }  // namespace gen_reads
 }  // namespace rocksort

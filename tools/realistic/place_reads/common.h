@@ -1,5 +1,5 @@
 // Shared by the place_reads sources: the program's name, the GRCh38
-// contigs, the random number generator, htslib handles and small helpers.
+// contigs, the random number streams, and small helpers.
 //
 // Internal to tools/realistic/place_reads/.
 #ifndef ROCKSORT_TOOLS_REALISTIC_PLACE_READS_COMMON_H_
@@ -10,11 +10,12 @@
 #include <htslib/thread_pool.h>
 
 #include <cstdint>
-#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/hts_handles.h"
+#include "split_mix64.h"
 
 namespace rocksort {
 namespace place_reads {
@@ -65,63 +66,16 @@ constexpr int kMaxY = 37000;
 constexpr int kMaxYStep = 40;
 constexpr int kTilesPerSwath = 78;
 
-// ---------------------------------------------------------------------------
-// Random numbers.
-
-// SplitMix64: tiny, fast and fully specified.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n) by multiply-shift (bias < n / 2^64). REQUIRES: n > 0.
-  uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
-  }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-
- private:
-  uint64_t state_;
-};
-
-// Independent streams, so that (for example) the names do not change when
-// the placement draws a different number of times. DO NOT CHANGE: the values
-// are part of what makes a cached benchmark input reproducible.
+// Random numbers: SplitMix64 (tools/split_mix64.h), one stream per purpose
+// so that (for example) the names do not change when the placement draws a
+// different number of times. DO NOT CHANGE the values: they are part of what
+// makes a cached benchmark input reproducible.
+using Rng = SplitMix64;
 enum RngStream : uint64_t {
   kStreamPlacement = 1,
   kStreamUnmapped = 2,
   kStreamNames = 3,
 };
-
-inline uint64_t StreamSeed(uint64_t seed, RngStream stream) {
-  Rng mixer(seed ^ (stream * 0xd1b54a32d192ed03ULL));
-  return mixer.Next();
-}
-
-// ---------------------------------------------------------------------------
-// htslib handles.
-
-struct HtsFileCloser {
-  void operator()(htsFile* f) const { (void)hts_close(f); }
-};
-struct HeaderDestroyer {
-  void operator()(sam_hdr_t* h) const { sam_hdr_destroy(h); }
-};
-struct RecordDestroyer {
-  void operator()(bam1_t* b) const { bam_destroy1(b); }
-};
-struct ThreadPoolDestroyer {
-  void operator()(hts_tpool* p) const { hts_tpool_destroy(p); }
-};
-using HtsFilePtr = std::unique_ptr<htsFile, HtsFileCloser>;
-using HeaderPtr = std::unique_ptr<sam_hdr_t, HeaderDestroyer>;
-using RecordPtr = std::unique_ptr<bam1_t, RecordDestroyer>;
-using ThreadPoolPtr = std::unique_ptr<hts_tpool, ThreadPoolDestroyer>;
 
 inline RecordPtr NewRecord() { return RecordPtr(bam_init1()); }
 
