@@ -83,6 +83,10 @@ CommandResult RunCommand(const std::string& command) {
   return result;
 }
 
+std::string NoReferenceLookupEnv(const ScratchDir& dir) {
+  return absl::StrCat("REF_PATH=", dir.File("none/%s"), " REF_CACHE=", dir.File("none/%s"), " ");
+}
+
 absl::StatusOr<AlignmentFile> ReadAlignmentFile(const std::string& path) {
   samFile* in = sam_open(path.c_str(), "r");
   if (in == nullptr) return absl::NotFoundError(absl::StrCat("can't open ", path));

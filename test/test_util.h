@@ -36,6 +36,11 @@ struct CommandResult {
 // Runs `command` with /bin/sh -c, capturing stdout and stderr.
 CommandResult RunCommand(const std::string& command);
 
+// A shell prefix ("REF_PATH=... REF_CACHE=... ") that points htslib's
+// reference lookup into a missing directory under `dir`, so that a command
+// finds references only where the test says (never on the network).
+std::string NoReferenceLookupEnv(const ScratchDir& dir);
+
 // A BAM (or SAM) read back by htslib.
 struct AlignmentFile {
   std::string header_without_pg;     // Header text with @PG lines removed.

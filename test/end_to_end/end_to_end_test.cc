@@ -358,8 +358,7 @@ TEST_F(EndToEndTest, CramWithReferenceMatchesSamtools) {
   const std::string ref = dir_.File("ref.fa");
   ASSERT_EQ(::rename(written_with.c_str(), ref.c_str()), 0);
   ::unlink((written_with + ".fai").c_str());
-  const std::string env =
-      absl::StrCat("REF_PATH=", dir_.File("none/%s"), " REF_CACHE=", dir_.File("none/%s"), " ");
+  const std::string env = test_util::NoReferenceLookupEnv(dir_);
   const std::string expected = dir_.File("expected.bam");
   const CommandResult s =
       RunCommand(absl::StrCat(env, "samtools sort --reference ", ref, " -o ", expected, " ", cram));

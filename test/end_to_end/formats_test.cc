@@ -38,10 +38,7 @@ std::string WithoutLines(const std::string& text, const std::vector<std::string>
 class FormatsTest : public ::testing::Test {
  protected:
   // htslib must find references only where a test says (never on the network).
-  std::string Env() const {
-    return absl::StrCat("REF_PATH=", dir_.File("none/%s"), " REF_CACHE=", dir_.File("none/%s"),
-                        " ");
-  }
+  std::string Env() const { return test_util::NoReferenceLookupEnv(dir_); }
 
   std::string Generate(const std::string& name, const std::string& args) {
     const std::string path = dir_.File(name);

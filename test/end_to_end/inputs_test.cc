@@ -39,10 +39,7 @@ std::string HeaderWithoutHd(const test_util::AlignmentFile& file) {
 class InputsTest : public ::testing::Test {
  protected:
   // htslib must find references only where a test says (never on the network).
-  std::string Env() const {
-    return absl::StrCat("REF_PATH=", dir_.File("none/%s"), " REF_CACHE=", dir_.File("none/%s"),
-                        " ");
-  }
+  std::string Env() const { return test_util::NoReferenceLookupEnv(dir_); }
 
   // Runs `command` (with Env()), expecting success.
   std::string Run(const std::string& command) {
