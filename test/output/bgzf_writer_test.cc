@@ -208,7 +208,7 @@ TEST(BgzfWriter, WrittenOutputLeavesThePageCacheBehindTheWriter) {
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, rfd, 0);
   ::close(rfd);
   ASSERT_NE(map, MAP_FAILED);
-  const long page = ::sysconf(_SC_PAGESIZE);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   std::vector<unsigned char> vec((size + page - 1) / page);
   ASSERT_EQ(::mincore(map, size, vec.data()), 0);
   ::munmap(map, size);

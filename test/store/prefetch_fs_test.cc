@@ -107,7 +107,9 @@ TEST_F(PrefetchFsTest, DropsWhatTheReaderHasPassed) {
   // A reader slower than the disk: each chunk is in before it gets there.
   // The first read opens the window (and reads its first chunk itself).
   for (uint64_t offset = 0; offset < 3 * kMiB; offset += 64 * kKiB) {
-    if (offset > 0) ASSERT_TRUE(WaitResident(offset, 64 * kKiB)) << offset;
+    if (offset > 0) {
+      ASSERT_TRUE(WaitResident(offset, 64 * kKiB)) << offset;
+    }
     Read(offset, 64 * kKiB);
   }
   // Everything before the last read's page, in steps of 256 KiB, left the

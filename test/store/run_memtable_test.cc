@@ -195,7 +195,9 @@ TEST(RunMemTableRepTest, KeysSharingALongPrefixSortByWhatFollowsIt) {
   int count = 0;
   const char* previous = nullptr;
   for (it->SeekToFirst(); it->Valid(); it->Next(), ++count) {
-    if (previous != nullptr) EXPECT_LE(order(previous, it->key()), 0);
+    if (previous != nullptr) {
+      EXPECT_LE(order(previous, it->key()), 0);
+    }
     previous = it->key();
   }
   EXPECT_EQ(count, kEntries);
