@@ -55,9 +55,10 @@ if [ "$mode" = example ]; then
   samtools view "$out" | awk 'NR <= 3' | cut -f 1-9
 else
   # Every test runs once. Most run under ASan+UBSan (scripts/sanitize.sh asan:
-  # the same compiler and -O2 as this build, with the sanitizers' checks on
-  # top); the few that mode cannot run (test/asan_excluded.regex, reasons in
-  # sanitize.sh) run here, in the release build, with the binaries they need.
+  # the same compiler, at -O1, with the sanitizers' checks on every access and
+  # every undefined operation); the few that mode cannot run
+  # (test/asan_excluded.regex, reasons in sanitize.sh) run here, in the
+  # release build, with the binaries they need.
   cmake --build "$build" -j "$jobs" --target rocksort gen_reads keycodec_test orders_test \
     reliability_test
   (cd "$build" && ctest -j "$jobs" --output-on-failure --timeout 900 \
