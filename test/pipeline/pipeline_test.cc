@@ -2,8 +2,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -121,6 +123,43 @@ TEST_F(PipelineTest, SizeHintRunsBackgroundCompactionAndStillMatches) {
   // uncompressed ones larger.
   EXPECT_LT(flushed[store::RunCompression::kZstd], flushed[store::RunCompression::kLz4] * 9 / 10);
   EXPECT_GT(flushed[store::RunCompression::kNone], flushed[store::RunCompression::kLz4] * 11 / 10);
+}
+
+// What a progress display reads (tools/progress.cc): the inputs' total size
+// is known before loading starts, the bytes read reach it when loading ends
+// (a file's "reading" line ends at 100%), and the records and bytes written
+// reach what was loaded. Two inputs, SAM text and BGZF-compressed BAM, whose
+// bytes consumed are counted differently (loader::Input::bytes_consumed).
+TEST_F(PipelineTest, ProgressCountsReachTheInputsSizeAndEveryRecord) {
+  const std::string sam = dir_.File("in.sam");
+  test_util::WriteFileOrDie(sam, MakeSam(20000));
+  const std::string bam = dir_.File("in.bam");
+  ASSERT_EQ(RunCommand(absl::StrCat("samtools view -b -o ", bam, " ", sam)).exit_code, 0);
+  const uint64_t total = std::filesystem::file_size(sam) + std::filesystem::file_size(bam);
+
+  SortOptions o = Options(sam, dir_.File("out.bam"));
+  o.inputs = {sam, bam};
+  o.memory_per_thread = 1 << 20;  // Batches of 64 KiB: many progress updates.
+  SortProgress progress;
+  SortObserver observer;
+  observer.progress = &progress;
+  std::map<Phase, std::pair<uint64_t, uint64_t>> at_start;  // Phase -> (size, bytes read).
+  observer.on_phase = [&](Phase phase) {
+    at_start[phase] = {progress.input_size.load(), progress.input_bytes.load()};
+  };
+  SortReport report;
+  const absl::Status s = RunSort(o, nullptr, nullptr, observer, &report);
+  ASSERT_TRUE(s.ok()) << s;
+
+  ASSERT_EQ(at_start.count(Phase::kLoad), 1u);
+  ASSERT_EQ(at_start.count(Phase::kEmit), 1u);
+  EXPECT_EQ(at_start[Phase::kLoad].first, total);
+  EXPECT_EQ(at_start[Phase::kLoad].second, 0u);
+  EXPECT_EQ(at_start[Phase::kEmit].second, total);
+  EXPECT_EQ(progress.records_loaded.load(), 40000u);
+  EXPECT_EQ(progress.records_written.load(), 40000u);
+  EXPECT_EQ(progress.record_bytes_written.load(), report.record_bytes);
+  EXPECT_GT(report.record_bytes, 0u);
 }
 
 TEST_F(PipelineTest, CorruptInputLeavesNoOutputAndNoTempData) {
