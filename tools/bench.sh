@@ -74,7 +74,7 @@ Input:
   --input WHAT       one of [$input_spec]:
                      realistic[:TEMPLATES[:SEED]]  the realistic BAM of
                        tools/realistic/make_realistic_bam.sh (built once and
-                       cached, about 20 minutes; its defaults when omitted)
+                       cached, 20-45 minutes; its defaults when omitted)
                      gen:SIZE[:SEED]  a synthetic BAM of SIZE compressed
                        bytes (K/M/G) made by gen_reads and cached in DIR as
                        input-SIZE-sSEED.bam [seed 1]

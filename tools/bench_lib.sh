@@ -140,7 +140,7 @@ realistic_input() {
   [[ -z $1 ]] || cmd+=(--templates "$1")
   [[ -z $2 ]] || cmd+=(--seed "$2")
   [[ -f $REALISTIC ]] || die "$REALISTIC not found; pass --input gen:SIZE or --input FILE"
-  echo "  from (it reuses its cached BAM, or builds it: about 20 minutes at the default size):"
+  echo "  from (it reuses its cached BAM, or builds it: 20-45 minutes at the default size):"
   print_command "${cmd[@]}"
   input=$("${cmd[@]}" | tail -n 1) || die "make_realistic_bam.sh failed"
   [[ -f $input ]] || die "make_realistic_bam.sh printed '$input', which is not a file"

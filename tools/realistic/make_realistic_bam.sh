@@ -54,7 +54,7 @@ as the last line on stdout. If the output already exists and its marker
 
 Options:
   --templates INT     read pairs to simulate [$kDefaultTemplates: 20.7 M records,
-                      2.64 GB; about 20 minutes on 2 cores]
+                      2.64 GB; 20-45 minutes on 2 cores]
   --seed INT          seed for art_illumina, the chimeras and place_reads,
                       0..100000 [$seed]
   --threads INT       threads for bwa mem and place_reads [$threads]
