@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -63,6 +64,26 @@ std::map<std::string, ThreadGroupUsage> UsageBetween(const ThreadSnapshot& befor
     group.cpu_seconds += now.cpu_seconds - start;
   }
   return groups;
+}
+
+double ProcessCpuSeconds() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+double EndedThreadsCpuSeconds(double process_seconds,
+                              const std::map<std::string, ThreadGroupUsage>& live) {
+  double live_seconds = 0;
+  int live_threads = 0;
+  for (const auto& [name, usage] : live) {
+    live_seconds += usage.cpu_seconds;
+    live_threads += usage.threads;
+  }
+  static const double tick = 1.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double ended = process_seconds - live_seconds;
+  return ended > tick * (live_threads + 1) ? ended : 0;
 }
 
 uint64_t PeakRssBytes() {

@@ -4,7 +4,8 @@
 // /proc/self/task/*/stat: how busy each kind of thread was in a phase of a
 // sort (the main thread, htslib's decoders, the BGZF compressors, RocksDB's
 // pools). A thread that exits between two snapshots is missing from the
-// later one, so take a phase's last snapshot before its threads are joined.
+// later one; what such threads used is the process's CPU time
+// (ProcessCpuSeconds) beyond the live threads' (EndedThreadsCpuSeconds).
 //
 // Linux only; elsewhere the snapshots are empty. Thread-safe.
 #ifndef ROCKSORT_COMMON_THREAD_USAGE_H_
@@ -33,6 +34,17 @@ struct ThreadGroupUsage {
 // `after`, grouped by name (threads born in between count from zero).
 std::map<std::string, ThreadGroupUsage> UsageBetween(const ThreadSnapshot& before,
                                                      const ThreadSnapshot& after);
+
+// User + system CPU time of the whole process so far, threads that ended
+// included (getrusage).
+double ProcessCpuSeconds();
+
+// The CPU time that threads which ended between two snapshots used in
+// between: `process_seconds`, the process's CPU time over the same interval,
+// minus what UsageBetween found in the live threads. Thread times come in
+// clock ticks, so a tick per live thread is rounding: below that, 0.
+double EndedThreadsCpuSeconds(double process_seconds,
+                              const std::map<std::string, ThreadGroupUsage>& live);
 
 // The process's peak resident memory so far (VmHWM), bytes; 0 if unknown.
 // (Resetting it, /proc/self/clear_refs, would also lower what getrusage

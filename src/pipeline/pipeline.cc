@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,18 +39,27 @@ bool Cancelled(const std::atomic<bool>* cancelled) {
 class PhaseMeter {
  public:
   PhaseMeter(Phase phase, const SortObserver& observer, SortReport* report)
-      : phase_(phase), report_(report), start_(absl::Now()), before_(SnapshotThreads()) {
+      : phase_(phase),
+        report_(report),
+        start_(absl::Now()),
+        before_(SnapshotThreads()),
+        process_before_(ProcessCpuSeconds()) {
     if (observer.on_phase) observer.on_phase(phase);
   }
-  // Records the phase. Call before the phase's own threads are joined.
+  // Records the phase.
   void End() {
     PhaseReport phase;
     phase.phase = phase_;
     phase.seconds = absl::ToDoubleSeconds(absl::Now() - start_);
     phase.peak_rss_bytes = PeakRssBytes();
-    for (const auto& [name, usage] : UsageBetween(before_, SnapshotThreads())) {
+    const std::map<std::string, ThreadGroupUsage> live = UsageBetween(before_, SnapshotThreads());
+    const double process = ProcessCpuSeconds() - process_before_;
+    for (const auto& [name, usage] : live) {
       if (usage.cpu_seconds <= 0) continue;
       phase.threads.push_back({name, usage.threads, usage.cpu_seconds});
+    }
+    if (const double ended = EndedThreadsCpuSeconds(process, live); ended > 0) {
+      phase.threads.push_back({"ended threads", 0, ended});
     }
     report_->phases.push_back(std::move(phase));
   }
@@ -59,6 +69,7 @@ class PhaseMeter {
   SortReport* const report_;
   const absl::Time start_;
   const ThreadSnapshot before_;
+  const double process_before_;
 };
 
 // The output header: the input's, with the order's @HD fields as samtools
@@ -230,10 +241,9 @@ absl::StatusOr<Outputs> CreateOutputs(const SortOptions& options, CleanupRegistr
 
 void FinishReport(absl::Time start, SortReport* report) {
   report->wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  report->cpu_seconds = ProcessCpuSeconds();
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
-  report->cpu_seconds = usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
-                        (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   report->peak_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
 }
 

@@ -114,7 +114,9 @@ struct SortObserver {
 
 // CPU time of one group of threads (named alike: "rocksort" for the main
 // thread, "rs-decode" for htslib's decoders, "rs-bgzf" for compressors,
-// "rocksdb:low"/"rocksdb:high" for RocksDB's pools) within one phase.
+// "rocksdb:low"/"rocksdb:high" for RocksDB's pools) within one phase. The
+// group "ended threads", with `threads` 0 (not counted), is the threads that
+// ended within the phase, such as an input's decoders once it was read.
 struct ThreadUsage {
   std::string group;
   int threads = 0;

@@ -52,6 +52,10 @@ std::string SortReport::ToText() const {
   for (const PhaseReport& p : phases) {
     std::vector<std::string> groups;
     for (const ThreadUsage& t : p.threads) {
+      if (t.threads == 0) {  // Ended threads: their number is not known.
+        groups.push_back(absl::StrFormat("%s %.1f s", t.group, t.cpu_seconds));
+        continue;
+      }
       const double busy = p.seconds > 0 ? 100 * t.cpu_seconds / p.seconds / t.threads : 0;
       groups.push_back(t.threads == 1
                            ? absl::StrFormat("%s %.1f s (%.0f%%)", t.group, t.cpu_seconds, busy)

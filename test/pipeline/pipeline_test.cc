@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "test_util.h"
@@ -207,6 +208,27 @@ TEST(PipelineTempDirTest, StreamOutputsPutTempDataUnderTmpdir) {
   } else {
     ::unsetenv("TMPDIR");
   }
+}
+
+// -v: per phase, each group's CPU time and each thread's share of the
+// phase's wall time; threads that ended within the phase (not counted) only
+// their time. --stats-json has the same groups.
+TEST(SortReportTest, ThreadGroupsShowTheirShareAndEndedThreadsTheirTime) {
+  SortReport report;
+  PhaseReport load;
+  load.phase = Phase::kLoad;
+  load.seconds = 10;
+  load.threads = {{"rocksort", 1, 5}, {"rs-bgzf", 2, 10}, {"ended threads", 0, 3}};
+  report.phases.push_back(load);
+  const std::string text = report.ToText();
+  EXPECT_TRUE(absl::StrContains(
+      text, "rocksort: load: peak RSS so far 0.0 MiB; threads: rocksort 5.0 s (50%), "
+            "rs-bgzf x2 10.0 s (50% each), ended threads 3.0 s\n"))
+      << text;
+  const std::string json = report.ToJson();
+  EXPECT_TRUE(absl::StrContains(
+      json, "{\"group\": \"ended threads\", \"threads\": 0, \"cpu_seconds\": 3.000}"))
+      << json;
 }
 
 TEST(VerifyIntegrityTest, AnyDifferenceBetweenLoadedAndEmittedIsDataLoss) {
