@@ -52,7 +52,8 @@ run_asan() {
   # and the Oracle/ golden cases of every order, whose code paths the Ties/
   # cases cover (the normal suite runs them all).
   # The pattern is in test/asan_excluded.regex; scripts/setup.sh runs those
-  # tests in the release build.
+  # tests in the release build, where it builds only the test binaries that
+  # hold them: a test excluded here from another binary must be added there.
   (cd "$build" && ctest -j "$jobs" --output-on-failure --timeout 1800 \
     -E "$(cat "$repo/test/asan_excluded.regex")")
   rm -rf "$build/tmp"
