@@ -37,6 +37,7 @@
 #include "store/options_plan_internal.h"
 #include "store/prefetch_fs_internal.h"
 #include "store/rocksdb_log_internal.h"
+#include "store/scratch_fs_internal.h"
 #include "store/temp_db_internal.h"
 
 namespace rocksort::store {
@@ -266,8 +267,9 @@ class TempStore::Impl {
     plan_ = MakePlan(input);
     // RocksDB reads runs a block at a time; the prefetch file system reads
     // them ahead in the page cache, as the plan says for each kind of merge.
-    prefetch_fs_ = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(),
-                                                        /*readers=*/2);
+    // Under it, nothing is synced: the database is scratch.
+    prefetch_fs_ = std::make_shared<PrefetchFileSystem>(
+        std::make_shared<ScratchFileSystem>(rocksdb::FileSystem::Default()), /*readers=*/2);
     prefetch_fs_->SetReadahead(plan_.background_readahead.chunk, plan_.background_readahead.lead);
     env_ = rocksdb::NewCompositeEnv(prefetch_fs_);
     plan_.options.env = env_.get();

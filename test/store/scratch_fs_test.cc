@@ -1,0 +1,142 @@
+#include "store/scratch_fs_internal.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/options.h"
+#include "test_util.h"
+
+namespace rocksort::store {
+namespace {
+
+// What reached the file system below: syncs of files and directories, and
+// RangeSync calls.
+struct SyncCounts {
+  std::atomic<int> file_syncs{0};
+  std::atomic<int> dir_syncs{0};
+  std::atomic<int> range_syncs{0};
+};
+
+class CountingFile : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  CountingFile(std::unique_ptr<rocksdb::FSWritableFile> target, SyncCounts* counts)
+      : rocksdb::FSWritableFileOwnerWrapper(std::move(target)), counts_(counts) {}
+  rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
+    ++counts_->file_syncs;
+    return FSWritableFileOwnerWrapper::Sync(o, d);
+  }
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
+    ++counts_->file_syncs;
+    return FSWritableFileOwnerWrapper::Fsync(o, d);
+  }
+  rocksdb::IOStatus RangeSync(uint64_t offset, uint64_t nbytes, const rocksdb::IOOptions& o,
+                              rocksdb::IODebugContext* d) override {
+    ++counts_->range_syncs;
+    return FSWritableFileOwnerWrapper::RangeSync(offset, nbytes, o, d);
+  }
+
+ private:
+  SyncCounts* const counts_;
+};
+
+class CountingDirectory : public rocksdb::FSDirectoryWrapper {
+ public:
+  CountingDirectory(std::unique_ptr<rocksdb::FSDirectory> target, SyncCounts* counts)
+      : rocksdb::FSDirectoryWrapper(std::move(target)), counts_(counts) {}
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
+    ++counts_->dir_syncs;
+    return FSDirectoryWrapper::Fsync(o, d);
+  }
+  rocksdb::IOStatus FsyncWithDirOptions(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d,
+                                        const rocksdb::DirFsyncOptions& dir_options) override {
+    ++counts_->dir_syncs;
+    return FSDirectoryWrapper::FsyncWithDirOptions(o, d, dir_options);
+  }
+
+ private:
+  SyncCounts* const counts_;
+};
+
+class CountingFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  explicit CountingFileSystem(SyncCounts* counts)
+      : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()), counts_(counts) {}
+  const char* Name() const override { return "CountingFileSystem"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& fname, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
+    if (s.ok()) *result = std::make_unique<CountingFile>(std::move(*result), counts_);
+    return s;
+  }
+  rocksdb::IOStatus NewDirectory(const std::string& name, const rocksdb::IOOptions& options,
+                                 std::unique_ptr<rocksdb::FSDirectory>* result,
+                                 rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewDirectory(name, options, result, dbg);
+    if (s.ok()) *result = std::make_unique<CountingDirectory>(std::move(*result), counts_);
+    return s;
+  }
+
+ private:
+  SyncCounts* const counts_;
+};
+
+// Creates a database through `fs`, writes two runs with bytes_per_sync
+// set, merges them, closes it and checks that it reads back.
+void WriteFlushMergeAndRead(const std::shared_ptr<rocksdb::FileSystem>& fs,
+                            const std::string& dir) {
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  rocksdb::Options options;
+  options.env = env.get();
+  options.create_if_missing = true;
+  options.bytes_per_sync = 64 * 1024;
+  options.compression = rocksdb::kNoCompression;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, dir, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  rocksdb::WriteOptions write_options;
+  write_options.disableWAL = true;
+  const std::string value(1000, 'v');
+  for (int run = 0; run < 2; ++run) {
+    for (int i = 0; i < 1000; ++i) {
+      ASSERT_TRUE(db->Put(write_options, std::to_string(run * 1000 + i), value).ok());
+    }
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  }
+  ASSERT_TRUE(db->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr).ok());
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  int records = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) ++records;
+  EXPECT_TRUE(it->status().ok());
+  EXPECT_EQ(records, 2000);
+  it.reset();
+  ASSERT_TRUE(db->Close().ok());
+}
+
+// The control: RocksDB syncs runs, the MANIFEST and the directory.
+TEST(ScratchFsTest, RocksDbSyncsWithoutIt) {
+  test_util::ScratchDir dir;
+  SyncCounts counts;
+  WriteFlushMergeAndRead(std::make_shared<CountingFileSystem>(&counts), dir.File("db"));
+  EXPECT_GT(counts.file_syncs.load(), 0);
+  EXPECT_GT(counts.dir_syncs.load(), 0);
+  EXPECT_GT(counts.range_syncs.load(), 0);
+}
+
+TEST(ScratchFsTest, NothingIsSyncedButWritebackStillStartsEarly) {
+  test_util::ScratchDir dir;
+  SyncCounts counts;
+  WriteFlushMergeAndRead(
+      std::make_shared<ScratchFileSystem>(std::make_shared<CountingFileSystem>(&counts)),
+      dir.File("db"));
+  EXPECT_EQ(counts.file_syncs.load(), 0);
+  EXPECT_EQ(counts.dir_syncs.load(), 0);
+  EXPECT_GT(counts.range_syncs.load(), 0);
+}
+
+}  // namespace
+}  // namespace rocksort::store
