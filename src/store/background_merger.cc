@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -101,6 +102,7 @@ void BackgroundMerger::Work(std::vector<int> lanes) {
   SetThreadName("rs-merge");
   uint64_t seen = 0;
   size_t next = 0;  // Where MergeDue starts looking.
+  std::vector<std::string> last_outputs;
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
@@ -110,13 +112,25 @@ void BackgroundMerger::Work(std::vector<int> lanes) {
       if (stop_) return;
       seen = flushes_;
     }
-    if (absl::Status s = MergeDue(lanes, &next); !s.ok()) {
+    if (absl::Status s = MergeDue(lanes, &next, &last_outputs); !s.ok()) {
       absl::MutexLock lock(&mu_);
       if (status_.ok()) status_ = s;
       return;
     }
   }
 }
+
+namespace {
+
+// Advice only: a file merged away meanwhile is simply gone.
+void DropFromPageCache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+}  // namespace
 
 BackgroundMerger::LaneScan BackgroundMerger::Scan(int lane) {
   LaneScan scan;
@@ -136,7 +150,8 @@ BackgroundMerger::LaneScan BackgroundMerger::Scan(int lane) {
   return scan;
 }
 
-absl::Status BackgroundMerger::MergeDue(const std::vector<int>& lanes, size_t* next) {
+absl::Status BackgroundMerger::MergeDue(const std::vector<int>& lanes, size_t* next,
+                                        std::vector<std::string>* last_outputs) {
   for (;;) {
     if (options_.cancelled != nullptr && options_.cancelled->load()) return absl::OkStatus();
     {
@@ -161,13 +176,12 @@ absl::Status BackgroundMerger::MergeDue(const std::vector<int>& lanes, size_t* n
                                options_.compression, "merging sorted runs while loading failed"));
     // The merged run is read again only by the final merge: out of the page
     // cache with it, where it would push out the fresh runs the next merges
-    // read. (Pages still being written back stay.)
-    for (const std::string& path : info.output_files) {
-      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) continue;
-      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-      ::close(fd);
-    }
+    // read. Pages still being written back stay (nothing waits for the
+    // disk: the store is never synced, scratch_fs_internal.h), so the
+    // previous merge's runs, written back by now, are dropped once more.
+    for (const std::string& path : *last_outputs) DropFromPageCache(path);
+    for (const std::string& path : info.output_files) DropFromPageCache(path);
+    *last_outputs = info.output_files;
     {
       absl::MutexLock lock(&mu_);
       for (const rocksdb::CompactionFileInfo& output : info.output_file_infos) {

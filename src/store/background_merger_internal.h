@@ -119,8 +119,11 @@ class BackgroundMerger {
   };
   LaneScan Scan(int lane);
   // Runs the merges due in `lanes` until none is; `next` is the position in
-  // `lanes` after the lane merged last.
-  absl::Status MergeDue(const std::vector<int>& lanes, size_t* next);
+  // `lanes` after the lane merged last. `last_outputs` holds the worker's
+  // previous merge's runs, dropped from the page cache once more after the
+  // next merge (what was still being written back the first time).
+  absl::Status MergeDue(const std::vector<int>& lanes, size_t* next,
+                        std::vector<std::string>* last_outputs);
 
   rocksdb::DB* const db_;
   const std::vector<rocksdb::ColumnFamilyHandle*> lanes_;

@@ -143,6 +143,10 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.max_open_files = unlimited_files ? -1 : static_cast<int>(usable_files);
   const uint64_t readable_runs = unlimited_files ? uint64_t{1} << 20 : usable_files / 2;
   o.avoid_flush_during_shutdown = true;  // The DB is destroyed anyway.
+  // No preallocation: closing a preallocated run truncates its unused
+  // tail, and on a filesystem mounted with `discard` that waits for the
+  // device in the flush or merge thread (ext4 allocates delayed anyway).
+  o.allow_fallocate = false;
   o.use_fsync = false;
   // Write runs back to disk as they are written (sync_file_range every MiB),
   // so that their pages are clean and the page cache can drop the merged

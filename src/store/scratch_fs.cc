@@ -1,6 +1,11 @@
 #include "store/scratch_fs_internal.h"
 
+#include <unistd.h>
+
 #include <utility>
+
+#include "absl/strings/match.h"
+#include "common/thread_usage.h"
 
 namespace rocksort::store {
 namespace {
@@ -46,6 +51,65 @@ rocksdb::IOStatus Unsynced(rocksdb::IOStatus s, std::unique_ptr<rocksdb::FSWrita
 }
 
 }  // namespace
+
+ScratchFileSystem::ScratchFileSystem(std::shared_ptr<rocksdb::FileSystem> target)
+    : rocksdb::FileSystemWrapper(std::move(target)) {
+  deleter_ = std::thread([this] {
+    SetThreadName("rs-delete");
+    DeleteLoop();
+  });
+}
+
+ScratchFileSystem::~ScratchFileSystem() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  deleter_.join();
+}
+
+rocksdb::IOStatus ScratchFileSystem::DeleteFile(const std::string& fname,
+                                                const rocksdb::IOOptions& options,
+                                                rocksdb::IODebugContext* dbg) {
+  if (!absl::EndsWith(fname, ".sst")) return target()->DeleteFile(fname, options, dbg);
+  // RocksDB only deletes a table it no longer reads, and never reuses its
+  // name; a missing file is reported now, as the unlink would.
+  if (::access(fname.c_str(), F_OK) != 0) return target()->DeleteFile(fname, options, dbg);
+  absl::MutexLock lock(&mu_);
+  pending_.push_back(fname);
+  return rocksdb::IOStatus::OK();
+}
+
+void ScratchFileSystem::WaitForDeletes() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](ScratchFileSystem* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+        return self->pending_.empty() && !self->deleting_;
+      },
+      this));
+}
+
+void ScratchFileSystem::DeleteLoop() {
+  for (;;) {
+    std::string path;
+    {
+      absl::MutexLock lock(&mu_);
+      deleting_ = false;
+      mu_.Await(absl::Condition(
+          +[](ScratchFileSystem* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+            return self->stop_ || !self->pending_.empty();
+          },
+          this));
+      if (pending_.empty()) return;  // Stopping, nothing left.
+      path = std::move(pending_.front());
+      pending_.pop_front();
+      deleting_ = true;
+    }
+    // Scratch space: a file that cannot be unlinked is left for the
+    // directory's removal at the end (TempDb::Destroy reports what stays).
+    (void)::unlink(path.c_str());
+  }
+}
 
 rocksdb::IOStatus ScratchFileSystem::NewWritableFile(
     const std::string& fname, const rocksdb::FileOptions& options,

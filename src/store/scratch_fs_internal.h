@@ -20,21 +20,32 @@
 // (verified on every read), and the records' checksum (common/
 // record_checksum.h) compares what was loaded with what was written.
 //
-// Thread-safety: as the wrapped file system.
+// Nor does deleting a run wait: RocksDB deletes merged runs in the thread
+// that merged them, and on a filesystem mounted with `discard` an unlink
+// waits for the device to discard the file's blocks (measured: the merge
+// thread's longest waits while loading). Table files (*.sst) are unlinked
+// by a thread of this file system instead; DeleteFile returns at once.
+// WaitForDeletes() returns once every file handed over is gone.
+//
+// Thread-safety: as the wrapped file system; thread-safe.
 #ifndef ROCKSORT_STORE_SCRATCH_FS_INTERNAL_H_
 #define ROCKSORT_STORE_SCRATCH_FS_INTERNAL_H_
 
+#include <deque>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "rocksdb/file_system.h"
 
 namespace rocksort::store {
 
 class ScratchFileSystem : public rocksdb::FileSystemWrapper {
  public:
-  explicit ScratchFileSystem(std::shared_ptr<rocksdb::FileSystem> target)
-      : rocksdb::FileSystemWrapper(std::move(target)) {}
+  explicit ScratchFileSystem(std::shared_ptr<rocksdb::FileSystem> target);
+  ~ScratchFileSystem() override;  // Deletes what is pending, then stops.
 
   static const char* kClassName() { return "RocksortScratchFileSystem"; }
   const char* Name() const override { return kClassName(); }
@@ -53,6 +64,20 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewDirectory(const std::string& name, const rocksdb::IOOptions& options,
                                  std::unique_ptr<rocksdb::FSDirectory>* result,
                                  rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus DeleteFile(const std::string& fname, const rocksdb::IOOptions& options,
+                               rocksdb::IODebugContext* dbg) override;
+
+  // Until every file DeleteFile handed to the deleting thread is deleted.
+  void WaitForDeletes();
+
+ private:
+  void DeleteLoop();
+
+  absl::Mutex mu_;
+  std::deque<std::string> pending_ ABSL_GUARDED_BY(mu_);
+  bool deleting_ ABSL_GUARDED_BY(mu_) = false;  // The thread is unlinking a file.
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread deleter_;
 };
 
 }  // namespace rocksort::store

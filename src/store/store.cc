@@ -268,8 +268,8 @@ class TempStore::Impl {
     // RocksDB reads runs a block at a time; the prefetch file system reads
     // them ahead in the page cache, as the plan says for each kind of merge.
     // Under it, nothing is synced: the database is scratch.
-    prefetch_fs_ = std::make_shared<PrefetchFileSystem>(
-        std::make_shared<ScratchFileSystem>(rocksdb::FileSystem::Default()), /*readers=*/2);
+    scratch_fs_ = std::make_shared<ScratchFileSystem>(rocksdb::FileSystem::Default());
+    prefetch_fs_ = std::make_shared<PrefetchFileSystem>(scratch_fs_, /*readers=*/2);
     prefetch_fs_->SetReadahead(plan_.background_readahead.chunk, plan_.background_readahead.lead);
     env_ = rocksdb::NewCompositeEnv(prefetch_fs_);
     plan_.options.env = env_.get();
@@ -287,7 +287,9 @@ class TempStore::Impl {
       plan_.options.listeners.push_back(
           std::make_shared<ReleaseStallOnError>(plan_.options.write_buffer_manager));
     }
-    sst_files_.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default()));
+    // On the store's Env: RocksDB deletes runs through the SstFileManager, and
+    // they must reach ScratchFileSystem::DeleteFile.
+    sst_files_.reset(rocksdb::NewSstFileManager(env_.get()));
     plan_.options.sst_file_manager = sst_files_;
     // RocksDB's warnings and errors reach the log with -v; nothing is
     // logged to a file (rocksdb_log_internal.h).
@@ -299,6 +301,7 @@ class TempStore::Impl {
                      : std::function<void(const std::string&)>());
     ASSIGN_OR_RETURN(
         temp_, TempDb::Create(options_.dir_prefix, plan_.options, plan_.lanes, options_.registry));
+    temp_->set_await_deletes([fs = scratch_fs_] { fs->WaitForDeletes(); });
     WarnIfShortOfSpace();
 
     batch_ = std::make_unique<rocksdb::WriteBatch>(plan_.batch_bytes + (size_t{1} << 20));
@@ -509,6 +512,7 @@ class TempStore::Impl {
   const StoreOptions options_;
   // The file system and Env under the DB: declared before temp_, so that
   // they outlive it.
+  std::shared_ptr<ScratchFileSystem> scratch_fs_;
   std::shared_ptr<PrefetchFileSystem> prefetch_fs_;
   std::unique_ptr<rocksdb::Env> env_;
   SortPlan plan_;

@@ -80,6 +80,7 @@ absl::Status TempDb::Destroy() {
     result = absl::InternalError(
         absl::StrFormat("removing the temporary database \"%s\": %s", db_path_, s.ToString()));
   }
+  if (await_deletes_) await_deletes_();
   // Anything left (a file from a failed flush, the db directory itself).
   RemovePathQuietly(dir_);
   if (::access(dir_.c_str(), F_OK) == 0 && result.ok()) {

@@ -13,6 +13,7 @@
 #ifndef ROCKSORT_STORE_TEMP_DB_INTERNAL_H_
 #define ROCKSORT_STORE_TEMP_DB_INTERNAL_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,12 @@ class TempDb {
   const std::string& dir() const { return dir_; }
   const std::string& db_path() const { return db_path_; }
 
+  // Called by Destroy() after DestroyDB, before the directory is removed:
+  // a file system that deletes in the background waits for its deletes.
+  void set_await_deletes(std::function<void()> await_deletes) {
+    await_deletes_ = std::move(await_deletes);
+  }
+
   // Closes and destroys the DB and removes the directory. Idempotent.
   absl::Status Destroy();
 
@@ -62,6 +69,7 @@ class TempDb {
   CleanupRegistry* const registry_;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> lanes_;  // Owned; destroyed before db_.
+  std::function<void()> await_deletes_;
   bool destroyed_ = false;
 };
 

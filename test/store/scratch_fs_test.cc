@@ -1,9 +1,13 @@
 #include "store/scratch_fs_internal.h"
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
@@ -136,6 +140,38 @@ TEST(ScratchFsTest, NothingIsSyncedButWritebackStillStartsEarly) {
   EXPECT_EQ(counts.file_syncs.load(), 0);
   EXPECT_EQ(counts.dir_syncs.load(), 0);
   EXPECT_GT(counts.range_syncs.load(), 0);
+}
+
+TEST(ScratchFsTest, TablesAreDeletedInTheBackgroundOthersAtOnce) {
+  test_util::ScratchDir dir;
+  ScratchFileSystem fs(rocksdb::FileSystem::Default());
+  std::vector<std::string> tables;
+  for (int i = 0; i < 20; ++i) {
+    tables.push_back(dir.File(absl::StrCat(i, ".sst")));
+    std::ofstream(tables.back()) << std::string(100000, 'x');
+  }
+  const std::string manifest = dir.File("MANIFEST-000001");
+  std::ofstream(manifest) << "m";
+  for (const std::string& table : tables) {
+    EXPECT_TRUE(fs.DeleteFile(table, rocksdb::IOOptions(), nullptr).ok());
+  }
+  EXPECT_TRUE(fs.DeleteFile(manifest, rocksdb::IOOptions(), nullptr).ok());
+  EXPECT_FALSE(std::filesystem::exists(manifest));
+  fs.WaitForDeletes();
+  for (const std::string& table : tables) EXPECT_FALSE(std::filesystem::exists(table)) << table;
+  // A table that is not there is reported as the unlink would report it.
+  EXPECT_TRUE(fs.DeleteFile(dir.File("missing.sst"), rocksdb::IOOptions(), nullptr).IsPathNotFound());
+}
+
+TEST(ScratchFsTest, PendingDeletesFinishBeforeTheFileSystemGoes) {
+  test_util::ScratchDir dir;
+  const std::string table = dir.File("000007.sst");
+  std::ofstream(table) << std::string(100000, 'x');
+  {
+    ScratchFileSystem fs(rocksdb::FileSystem::Default());
+    EXPECT_TRUE(fs.DeleteFile(table, rocksdb::IOOptions(), nullptr).ok());
+  }
+  EXPECT_FALSE(std::filesystem::exists(table));
 }
 
 }  // namespace
