@@ -267,7 +267,8 @@ class TempStore::Impl {
     plan_ = MakePlan(input);
     // RocksDB reads runs a block at a time; the prefetch file system reads
     // them ahead in the page cache, as the plan says for each kind of merge.
-    // Under it, nothing is synced: the database is scratch.
+    // Under it, nothing is synced and deletes do not wait: the database is
+    // scratch (scratch_fs_internal.h).
     scratch_fs_ = std::make_shared<ScratchFileSystem>(rocksdb::FileSystem::Default());
     prefetch_fs_ = std::make_shared<PrefetchFileSystem>(scratch_fs_, /*readers=*/2);
     prefetch_fs_->SetReadahead(plan_.background_readahead.chunk, plan_.background_readahead.lead);
