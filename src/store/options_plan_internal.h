@@ -78,9 +78,16 @@ struct Readahead {
 
 struct SortPlan {
   // Complete options for the temporary DB (create_if_missing, error_if_exists,
-  // run memtables, LZ4/Snappy/zstd runs, no readahead of RocksDB's own, never
-  // stalling writes). Every merge writes options.compression too.
+  // run memtables, no readahead of RocksDB's own, never stalling writes).
+  // options.compression is that of the flushed runs: uncompressed where
+  // every one is merged while loading, else the run compression asked for.
   rocksdb::Options options;
+  // The compression of the runs every merge writes (--run-compression).
+  rocksdb::CompressionType merged_compression = rocksdb::kLZ4Compression;
+  // Every fresh run is merged while loading (the size is known and makes
+  // more runs than the final merge reads): fresh runs are written
+  // uncompressed and their writeback is deferred (ScratchFileSystem).
+  bool fresh_runs_merged = false;
   // Bytes per loader WriteBatch.
   size_t batch_bytes = 0;
   // Column families ("lanes") the sorted runs are spread over: the loader

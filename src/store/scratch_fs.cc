@@ -44,9 +44,28 @@ class UnsyncedDirectory : public rocksdb::FSDirectoryWrapper {
   }
 };
 
+// An UnsyncedFile that is not written back early either.
+class DeferredFile : public UnsyncedFile {
+ public:
+  using UnsyncedFile::UnsyncedFile;
+
+  rocksdb::IOStatus RangeSync(uint64_t /*offset*/, uint64_t /*nbytes*/,
+                              const rocksdb::IOOptions& /*options*/,
+                              rocksdb::IODebugContext* /*dbg*/) override {
+    return rocksdb::IOStatus::OK();
+  }
+};
+
 // Wraps what `s` opened into *result.
-rocksdb::IOStatus Unsynced(rocksdb::IOStatus s, std::unique_ptr<rocksdb::FSWritableFile>* result) {
-  if (s.ok() && *result != nullptr) *result = std::make_unique<UnsyncedFile>(std::move(*result));
+rocksdb::IOStatus Unsynced(rocksdb::IOStatus s, std::unique_ptr<rocksdb::FSWritableFile>* result,
+                           bool deferred = false) {
+  if (s.ok() && *result != nullptr) {
+    if (deferred) {
+      *result = std::make_unique<DeferredFile>(std::move(*result));
+    } else {
+      *result = std::make_unique<UnsyncedFile>(std::move(*result));
+    }
+  }
   return s;
 }
 
@@ -111,10 +130,29 @@ void ScratchFileSystem::DeleteLoop() {
   }
 }
 
+void ScratchFileSystem::DeferWriteback(const std::string& fname) {
+  absl::MutexLock lock(&deferred_mu_);
+  deferred_.insert(fname);
+}
+
+bool ScratchFileSystem::TakeDeferred(const std::string& fname) {
+  absl::MutexLock lock(&deferred_mu_);
+  return deferred_.erase(fname) > 0;
+}
+
 rocksdb::IOStatus ScratchFileSystem::NewWritableFile(
     const std::string& fname, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
-  return Unsynced(target()->NewWritableFile(fname, options, result, dbg), result);
+  const bool deferred = TakeDeferred(fname);
+  return Unsynced(target()->NewWritableFile(fname, options, result, dbg), result, deferred);
+}
+
+void FreshRunListener::OnTableFileCreationStarted(
+    const rocksdb::TableFileCreationBriefInfo& info) {
+  if (info.reason == rocksdb::TableFileCreationReason::kFlush &&
+      enabled_.load(std::memory_order_relaxed)) {
+    fs_->DeferWriteback(info.file_path);
+  }
 }
 
 rocksdb::IOStatus ScratchFileSystem::ReopenWritableFile(

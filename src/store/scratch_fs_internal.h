@@ -27,18 +27,30 @@
 // by a thread of this file system instead; DeleteFile returns at once.
 // WaitForDeletes() returns once every file handed over is gone.
 //
+// Fresh runs that merges read moments after their flush need not reach the
+// disk at all: DeferWriteback(name) before the file is created (the store's
+// listener calls it when a flush starts a table, FreshRunListener) makes its
+// RangeSync calls do nothing, so its pages stay dirty in the page cache
+// until the merge that reads them deletes the file, and the kernel never
+// writes them unless it runs short of memory or the run outlives the
+// dirty-page expiry (30 s by default). Merged runs and the fresh runs of a
+// sort that does not merge while loading are written back as above.
+//
 // Thread-safety: as the wrapped file system; thread-safe.
 #ifndef ROCKSORT_STORE_SCRATCH_FS_INTERNAL_H_
 #define ROCKSORT_STORE_SCRATCH_FS_INTERNAL_H_
 
+#include <atomic>
 #include <deque>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "rocksdb/file_system.h"
+#include "rocksdb/listener.h"
 
 namespace rocksort::store {
 
@@ -70,14 +82,38 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   // Until every file DeleteFile handed to the deleting thread is deleted.
   void WaitForDeletes();
 
+  // The file `fname`, when it is next created, is not written back early:
+  // its RangeSync does nothing (see above).
+  void DeferWriteback(const std::string& fname);
+
  private:
   void DeleteLoop();
+  // Whether `fname` was named by DeferWriteback (and forgets it).
+  bool TakeDeferred(const std::string& fname);
 
+  absl::Mutex deferred_mu_;
+  std::set<std::string> deferred_ ABSL_GUARDED_BY(deferred_mu_);
   absl::Mutex mu_;
   std::deque<std::string> pending_ ABSL_GUARDED_BY(mu_);
   bool deleting_ ABSL_GUARDED_BY(mu_) = false;  // The thread is unlinking a file.
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread deleter_;
+};
+
+// Tells `fs` to defer the writeback of every table a flush creates, when
+// `enabled` is true at the time (the store enables it while every fresh run
+// is merged while loading). RocksDB announces a table to its listeners
+// before it creates the file.
+class FreshRunListener : public rocksdb::EventListener {
+ public:
+  explicit FreshRunListener(std::shared_ptr<ScratchFileSystem> fs) : fs_(std::move(fs)) {}
+  const char* Name() const override { return "RocksortFreshRunListener"; }
+  void set_enabled(bool enabled) { enabled_.store(enabled, std::memory_order_relaxed); }
+  void OnTableFileCreationStarted(const rocksdb::TableFileCreationBriefInfo& info) override;
+
+ private:
+  const std::shared_ptr<ScratchFileSystem> fs_;
+  std::atomic<bool> enabled_{false};
 };
 
 }  // namespace rocksort::store

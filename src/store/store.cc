@@ -284,6 +284,9 @@ class TempStore::Impl {
     // compactions, the SstFileManager tracks the size of the runs on disk.
     stats_ = std::make_shared<DbStatsListener>();
     plan_.options.listeners.push_back(stats_);
+    fresh_runs_ = std::make_shared<FreshRunListener>(scratch_fs_);
+    fresh_runs_->set_enabled(plan_.fresh_runs_merged);
+    plan_.options.listeners.push_back(fresh_runs_);
     if (plan_.options.write_buffer_manager != nullptr) {
       plan_.options.listeners.push_back(
           std::make_shared<ReleaseStallOnError>(plan_.options.write_buffer_manager));
@@ -317,7 +320,7 @@ class TempStore::Impl {
     merge_options.expected_runs_per_lane =
         (plan_.expected_runs + plan_.lanes - 1) / std::max(1, plan_.lanes);
     merge_options.workers = plan_.background_merges;
-    merge_options.compression = plan_.options.compression;
+    merge_options.compression = plan_.merged_compression;
     merge_options.cancelled = options_.cancelled;
     merger_ = std::make_unique<BackgroundMerger>(
         db(), lanes(), merge_options, [this](uint64_t bytes_written) {
@@ -373,6 +376,9 @@ class TempStore::Impl {
     // Let the running merge finish, flush the last memtables so their
     // memory is free for the merges after loading, then settle the runs.
     stats_->Detach();
+    // The last runs are read by the merges below or the final merge, not
+    // merged away moments after their flush: written back as usual.
+    fresh_runs_->set_enabled(false);
     RETURN_IF_ERROR(merger_->Stop());
     if (cancelled()) return absl::CancelledError("interrupted while merging runs");
     rocksdb::FlushOptions flush;
@@ -390,7 +396,7 @@ class TempStore::Impl {
     prefetch_fs_->SetReadahead(plan_.merge_down_readahead.chunk, plan_.merge_down_readahead.lead);
     ASSIGN_OR_RETURN(report_.intermediate_merges,
                      MergeDownLanes(db, lanes(), plan_.max_final_runs_per_lane,
-                                    plan_.merge_down_fan_in, plan_.options.compression,
+                                    plan_.merge_down_fan_in, plan_.merged_compression,
                                     options_.cancelled, [this](uint64_t bytes_written) {
                                       SampleTempBytes();
                                       stats_->AddMerge(bytes_written, /*after_loading=*/true);
@@ -514,6 +520,7 @@ class TempStore::Impl {
   // The file system and Env under the DB: declared before temp_, so that
   // they outlive it.
   std::shared_ptr<ScratchFileSystem> scratch_fs_;
+  std::shared_ptr<FreshRunListener> fresh_runs_;
   std::shared_ptr<PrefetchFileSystem> prefetch_fs_;
   std::unique_ptr<rocksdb::Env> env_;
   SortPlan plan_;

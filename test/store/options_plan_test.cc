@@ -183,20 +183,50 @@ TEST(OptionsPlan, ModerateMemoryWritesEveryRecordOnce) {
 }
 
 TEST(OptionsPlan, RunsAreLz4UnlessAnotherCompressionIsAsked) {
-  PolicyInput in = Input(64 * kMiB, 2, 16384 * kMiB);
+  // 4 GiB at a 64 MiB budget: ~130 runs, all read by the final merge as
+  // they were flushed, so the fresh runs are compressed as asked.
+  PolicyInput in = Input(64 * kMiB, 2, 4096 * kMiB);
+  ASSERT_EQ(MakePlan(in).compaction, CompactionMode::kOff);
   EXPECT_EQ(MakePlan(in).options.compression, rocksdb::kLZ4Compression);
-  EXPECT_NE(DescribePlan(MakePlan(in)).find(" lz4 runs"), std::string::npos);
+  EXPECT_EQ(MakePlan(in).merged_compression, rocksdb::kLZ4Compression);
+  EXPECT_NE(DescribePlan(MakePlan(in)).find(" lz4 fresh runs, lz4 merged runs"), std::string::npos);
   in.run_compression = RunCompression::kSnappy;
   EXPECT_EQ(MakePlan(in).options.compression, rocksdb::kSnappyCompression);
-  EXPECT_NE(DescribePlan(MakePlan(in)).find(" snappy runs"), std::string::npos);
+  EXPECT_EQ(MakePlan(in).merged_compression, rocksdb::kSnappyCompression);
+  EXPECT_NE(DescribePlan(MakePlan(in)).find(" snappy fresh runs"), std::string::npos);
   in.run_compression = RunCompression::kZstd;
   const SortPlan zstd = MakePlan(in);
   EXPECT_EQ(zstd.options.compression, rocksdb::kZSTD);
   EXPECT_EQ(zstd.options.compression_opts.level, 1);  // Not zstd's default 3.
-  EXPECT_NE(DescribePlan(zstd).find(" zstd runs"), std::string::npos);
+  EXPECT_NE(DescribePlan(zstd).find(" zstd fresh runs"), std::string::npos);
   in.run_compression = RunCompression::kNone;
   EXPECT_EQ(MakePlan(in).options.compression, rocksdb::kNoCompression);
-  EXPECT_NE(DescribePlan(MakePlan(in)).find(" uncompressed runs"), std::string::npos);
+  EXPECT_EQ(MakePlan(in).merged_compression, rocksdb::kNoCompression);
+  EXPECT_NE(DescribePlan(MakePlan(in)).find(" uncompressed fresh runs, uncompressed merged runs"),
+            std::string::npos);
+}
+
+// Where every fresh run is merged while loading (the size is known and
+// needs more runs than the final merge reads), a fresh run is read once,
+// moments after its flush: it is written uncompressed, and only the merged
+// runs carry the run compression.
+TEST(OptionsPlan, FreshRunsMergedWhileLoadingAreUncompressed) {
+  for (RunCompression asked : {RunCompression::kLz4, RunCompression::kZstd}) {
+    PolicyInput in = Input(16 * kMiB, 2, 7 * 1024 * kMiB, DiskKind::kHdd);
+    in.run_compression = asked;
+    const SortPlan planned = MakePlan(in);
+    ASSERT_EQ(planned.compaction, CompactionMode::kPlanned);
+    EXPECT_EQ(planned.options.compression, rocksdb::kNoCompression);
+    EXPECT_EQ(planned.merged_compression,
+              asked == RunCompression::kLz4 ? rocksdb::kLZ4Compression : rocksdb::kZSTD);
+    // Unknown size: merging may never start, so the fresh runs may be what
+    // the final merge reads, and they stay compressed.
+    in.size_hint = 0;
+    const SortPlan adaptive = MakePlan(in);
+    ASSERT_EQ(adaptive.compaction, CompactionMode::kAdaptive);
+    EXPECT_EQ(adaptive.options.compression, adaptive.merged_compression);
+    EXPECT_NE(adaptive.options.compression, rocksdb::kNoCompression);
+  }
 }
 
 TEST(OptionsPlan, WritesNeverStall) {

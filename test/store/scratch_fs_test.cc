@@ -4,13 +4,17 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "test_util.h"
 
@@ -23,12 +27,17 @@ struct SyncCounts {
   std::atomic<int> file_syncs{0};
   std::atomic<int> dir_syncs{0};
   std::atomic<int> range_syncs{0};
+  absl::Mutex mu;
+  std::set<std::string> range_synced ABSL_GUARDED_BY(mu);  // File names.
 };
 
 class CountingFile : public rocksdb::FSWritableFileOwnerWrapper {
  public:
-  CountingFile(std::unique_ptr<rocksdb::FSWritableFile> target, SyncCounts* counts)
-      : rocksdb::FSWritableFileOwnerWrapper(std::move(target)), counts_(counts) {}
+  CountingFile(std::unique_ptr<rocksdb::FSWritableFile> target, std::string name,
+               SyncCounts* counts)
+      : rocksdb::FSWritableFileOwnerWrapper(std::move(target)),
+        name_(std::move(name)),
+        counts_(counts) {}
   rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
     ++counts_->file_syncs;
     return FSWritableFileOwnerWrapper::Sync(o, d);
@@ -40,10 +49,15 @@ class CountingFile : public rocksdb::FSWritableFileOwnerWrapper {
   rocksdb::IOStatus RangeSync(uint64_t offset, uint64_t nbytes, const rocksdb::IOOptions& o,
                               rocksdb::IODebugContext* d) override {
     ++counts_->range_syncs;
+    {
+      absl::MutexLock lock(&counts_->mu);
+      counts_->range_synced.insert(name_);
+    }
     return FSWritableFileOwnerWrapper::RangeSync(offset, nbytes, o, d);
   }
 
  private:
+  const std::string name_;
   SyncCounts* const counts_;
 };
 
@@ -74,7 +88,7 @@ class CountingFileSystem : public rocksdb::FileSystemWrapper {
                                     std::unique_ptr<rocksdb::FSWritableFile>* result,
                                     rocksdb::IODebugContext* dbg) override {
     rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
-    if (s.ok()) *result = std::make_unique<CountingFile>(std::move(*result), counts_);
+    if (s.ok()) *result = std::make_unique<CountingFile>(std::move(*result), fname, counts_);
     return s;
   }
   rocksdb::IOStatus NewDirectory(const std::string& name, const rocksdb::IOOptions& options,
@@ -89,12 +103,31 @@ class CountingFileSystem : public rocksdb::FileSystemWrapper {
   SyncCounts* const counts_;
 };
 
-// Creates a database through `fs`, writes two runs with bytes_per_sync
-// set, merges them, closes it and checks that it reads back.
+// Records the tables flushes wrote.
+class FlushedTables : public rocksdb::EventListener {
+ public:
+  void OnFlushCompleted(rocksdb::DB* /*db*/, const rocksdb::FlushJobInfo& info) override {
+    absl::MutexLock lock(&mu_);
+    paths_.insert(info.file_path);
+  }
+  std::set<std::string> paths() {
+    absl::MutexLock lock(&mu_);
+    return paths_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::set<std::string> paths_ ABSL_GUARDED_BY(mu_);
+};
+
+// Creates a database through `fs` with `listeners`, writes two runs with
+// bytes_per_sync set, merges them, closes it and checks that it reads back.
 void WriteFlushMergeAndRead(const std::shared_ptr<rocksdb::FileSystem>& fs,
-                            const std::string& dir) {
+                            const std::string& dir,
+                            std::vector<std::shared_ptr<rocksdb::EventListener>> listeners = {}) {
   std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
   rocksdb::Options options;
+  options.listeners = std::move(listeners);
   options.env = env.get();
   options.create_if_missing = true;
   options.bytes_per_sync = 64 * 1024;
@@ -105,9 +138,11 @@ void WriteFlushMergeAndRead(const std::shared_ptr<rocksdb::FileSystem>& fs,
   rocksdb::WriteOptions write_options;
   write_options.disableWAL = true;
   const std::string value(1000, 'v');
+  // Runs of 3 MB: RocksDB starts writeback (RangeSync) only 1 MiB behind
+  // what it has written.
   for (int run = 0; run < 2; ++run) {
-    for (int i = 0; i < 1000; ++i) {
-      ASSERT_TRUE(db->Put(write_options, std::to_string(run * 1000 + i), value).ok());
+    for (int i = 0; i < 3000; ++i) {
+      ASSERT_TRUE(db->Put(write_options, std::to_string(run * 3000 + i), value).ok());
     }
     ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
   }
@@ -116,7 +151,7 @@ void WriteFlushMergeAndRead(const std::shared_ptr<rocksdb::FileSystem>& fs,
   int records = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) ++records;
   EXPECT_TRUE(it->status().ok());
-  EXPECT_EQ(records, 2000);
+  EXPECT_EQ(records, 6000);
   it.reset();
   ASSERT_TRUE(db->Close().ok());
 }
@@ -140,6 +175,32 @@ TEST(ScratchFsTest, NothingIsSyncedButWritebackStillStartsEarly) {
   EXPECT_EQ(counts.file_syncs.load(), 0);
   EXPECT_EQ(counts.dir_syncs.load(), 0);
   EXPECT_GT(counts.range_syncs.load(), 0);
+}
+
+// With the listener enabled, the flushed runs are never written back
+// early; the merged run still is.
+TEST(ScratchFsTest, FlushedRunsAreNotWrittenBackEarlyWhenDeferred) {
+  for (const bool enabled : {false, true}) {
+    SCOPED_TRACE(enabled ? "deferred" : "not deferred");
+    test_util::ScratchDir dir;
+    SyncCounts counts;
+    auto fs = std::make_shared<ScratchFileSystem>(std::make_shared<CountingFileSystem>(&counts));
+    auto deferring = std::make_shared<FreshRunListener>(fs);
+    deferring->set_enabled(enabled);
+    auto flushed = std::make_shared<FlushedTables>();
+    WriteFlushMergeAndRead(fs, dir.File("db"), {deferring, flushed});
+    const std::set<std::string> flushed_paths = flushed->paths();
+    ASSERT_EQ(flushed_paths.size(), 2u);
+    absl::MutexLock lock(&counts.mu);
+    int flushed_synced = 0;
+    int others_synced = 0;  // The merged run.
+    for (const std::string& name : counts.range_synced) {
+      if (!absl::EndsWith(name, ".sst")) continue;
+      (flushed_paths.count(name) > 0 ? flushed_synced : others_synced)++;
+    }
+    EXPECT_EQ(flushed_synced, enabled ? 0 : 2);
+    EXPECT_EQ(others_synced, 1);
+  }
 }
 
 TEST(ScratchFsTest, TablesAreDeletedInTheBackgroundOthersAtOnce) {
