@@ -56,6 +56,17 @@ class DeferredFile : public UnsyncedFile {
   }
 };
 
+// A deferred file's reader: dropping its pages from the cache would write
+// them back first, so it is not done (the pages go with the file).
+class KeptInCacheFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
+ public:
+  using rocksdb::FSRandomAccessFileOwnerWrapper::FSRandomAccessFileOwnerWrapper;
+
+  rocksdb::IOStatus InvalidateCache(size_t /*offset*/, size_t /*length*/) override {
+    return rocksdb::IOStatus::OK();
+  }
+};
+
 // Wraps what `s` opened into *result.
 rocksdb::IOStatus Unsynced(rocksdb::IOStatus s, std::unique_ptr<rocksdb::FSWritableFile>* result,
                            bool deferred = false) {
@@ -91,6 +102,10 @@ rocksdb::IOStatus ScratchFileSystem::DeleteFile(const std::string& fname,
                                                 const rocksdb::IOOptions& options,
                                                 rocksdb::IODebugContext* dbg) {
   if (!absl::EndsWith(fname, ".sst")) return target()->DeleteFile(fname, options, dbg);
+  {
+    absl::MutexLock lock(&deferred_mu_);
+    deferred_.erase(fname);
+  }
   // RocksDB only deletes a table it no longer reads, and never reuses its
   // name; a missing file is reported now, as the unlink would.
   if (::access(fname.c_str(), F_OK) != 0) return target()->DeleteFile(fname, options, dbg);
@@ -135,16 +150,26 @@ void ScratchFileSystem::DeferWriteback(const std::string& fname) {
   deferred_.insert(fname);
 }
 
-bool ScratchFileSystem::TakeDeferred(const std::string& fname) {
+bool ScratchFileSystem::IsDeferred(const std::string& fname) {
   absl::MutexLock lock(&deferred_mu_);
-  return deferred_.erase(fname) > 0;
+  return deferred_.count(fname) > 0;
 }
 
 rocksdb::IOStatus ScratchFileSystem::NewWritableFile(
     const std::string& fname, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
-  const bool deferred = TakeDeferred(fname);
+  const bool deferred = IsDeferred(fname);
   return Unsynced(target()->NewWritableFile(fname, options, result, dbg), result, deferred);
+}
+
+rocksdb::IOStatus ScratchFileSystem::NewRandomAccessFile(
+    const std::string& fname, const rocksdb::FileOptions& options,
+    std::unique_ptr<rocksdb::FSRandomAccessFile>* result, rocksdb::IODebugContext* dbg) {
+  rocksdb::IOStatus s = target()->NewRandomAccessFile(fname, options, result, dbg);
+  if (s.ok() && *result != nullptr && IsDeferred(fname)) {
+    *result = std::make_unique<KeptInCacheFile>(std::move(*result));
+  }
+  return s;
 }
 
 void FreshRunListener::OnTableFileCreationStarted(

@@ -27,6 +27,7 @@ struct SyncCounts {
   std::atomic<int> file_syncs{0};
   std::atomic<int> dir_syncs{0};
   std::atomic<int> range_syncs{0};
+  std::atomic<int> invalidations{0};  // Readers' InvalidateCache calls.
   absl::Mutex mu;
   std::set<std::string> range_synced ABSL_GUARDED_BY(mu);  // File names.
 };
@@ -61,6 +62,19 @@ class CountingFile : public rocksdb::FSWritableFileOwnerWrapper {
   SyncCounts* const counts_;
 };
 
+class CountingReader : public rocksdb::FSRandomAccessFileOwnerWrapper {
+ public:
+  CountingReader(std::unique_ptr<rocksdb::FSRandomAccessFile> target, SyncCounts* counts)
+      : rocksdb::FSRandomAccessFileOwnerWrapper(std::move(target)), counts_(counts) {}
+  rocksdb::IOStatus InvalidateCache(size_t offset, size_t length) override {
+    ++counts_->invalidations;
+    return FSRandomAccessFileOwnerWrapper::InvalidateCache(offset, length);
+  }
+
+ private:
+  SyncCounts* const counts_;
+};
+
 class CountingDirectory : public rocksdb::FSDirectoryWrapper {
  public:
   CountingDirectory(std::unique_ptr<rocksdb::FSDirectory> target, SyncCounts* counts)
@@ -89,6 +103,14 @@ class CountingFileSystem : public rocksdb::FileSystemWrapper {
                                     rocksdb::IODebugContext* dbg) override {
     rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
     if (s.ok()) *result = std::make_unique<CountingFile>(std::move(*result), fname, counts_);
+    return s;
+  }
+  rocksdb::IOStatus NewRandomAccessFile(const std::string& fname,
+                                        const rocksdb::FileOptions& options,
+                                        std::unique_ptr<rocksdb::FSRandomAccessFile>* result,
+                                        rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewRandomAccessFile(fname, options, result, dbg);
+    if (s.ok()) *result = std::make_unique<CountingReader>(std::move(*result), counts_);
     return s;
   }
   rocksdb::IOStatus NewDirectory(const std::string& name, const rocksdb::IOOptions& options,
@@ -201,6 +223,34 @@ TEST(ScratchFsTest, FlushedRunsAreNotWrittenBackEarlyWhenDeferred) {
     EXPECT_EQ(flushed_synced, enabled ? 0 : 2);
     EXPECT_EQ(others_synced, 1);
   }
+}
+
+// Dropping a deferred run's pages from the cache would write them back
+// first (POSIX_FADV_DONTNEED on dirty pages): its readers do not drop them,
+// other files' readers do.
+TEST(ScratchFsTest, ReadersOfDeferredRunsKeepThemInTheCache) {
+  test_util::ScratchDir dir;
+  SyncCounts counts;
+  ScratchFileSystem fs(std::make_shared<CountingFileSystem>(&counts));
+  const std::string fresh = dir.File("000011.sst");
+  const std::string merged = dir.File("000012.sst");
+  fs.DeferWriteback(fresh);
+  for (const std::string& name : {fresh, merged}) {
+    std::unique_ptr<rocksdb::FSWritableFile> out;
+    ASSERT_TRUE(fs.NewWritableFile(name, rocksdb::FileOptions(), &out, nullptr).ok());
+    ASSERT_TRUE(out->Append(std::string(8192, 'r'), rocksdb::IOOptions(), nullptr).ok());
+    ASSERT_TRUE(out->Close(rocksdb::IOOptions(), nullptr).ok());
+  }
+  for (const auto& [name, invalidations] : {std::pair<std::string, int>{fresh, 0}, {merged, 1}}) {
+    counts.invalidations = 0;
+    std::unique_ptr<rocksdb::FSRandomAccessFile> in;
+    ASSERT_TRUE(fs.NewRandomAccessFile(name, rocksdb::FileOptions(), &in, nullptr).ok());
+    EXPECT_TRUE(in->InvalidateCache(0, 8192).ok());
+    EXPECT_EQ(counts.invalidations.load(), invalidations) << name;
+  }
+  EXPECT_TRUE(fs.DeleteFile(fresh, rocksdb::IOOptions(), nullptr).ok());
+  fs.WaitForDeletes();
+  EXPECT_FALSE(std::filesystem::exists(fresh));
 }
 
 TEST(ScratchFsTest, TablesAreDeletedInTheBackgroundOthersAtOnce) {
