@@ -89,8 +89,9 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   // Until every file DeleteFile handed to the deleting thread is deleted.
   void WaitForDeletes();
 
-  // The file `fname`, when it is next created, is not written back early:
-  // its RangeSync does nothing (see above).
+  // The file `fname`, once created and until deleted, is not written back
+  // early: its RangeSync and its readers' InvalidateCache do nothing (see
+  // above).
   void DeferWriteback(const std::string& fname);
 
  private:
