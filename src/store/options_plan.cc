@@ -280,10 +280,9 @@ SortPlan MakePlan(const PolicyInput& input) {
   // in the merge (~45% of their CPU time, profiled at -m 8M). Where some
   // fresh runs may reach the final merge unmerged (size unknown, or no
   // merges planned), they stay compressed.
-  const bool fresh_runs_merged = input.allow_compaction && input.size_hint != 0 &&
-                                 plan.expected_runs > static_cast<uint64_t>(plan.max_final_runs);
-  plan.fresh_runs_merged = fresh_runs_merged;
-  if (fresh_runs_merged) o.compression = rocksdb::kNoCompression;
+  plan.fresh_runs_merged = input.allow_compaction && input.size_hint != 0 &&
+                           plan.expected_runs > static_cast<uint64_t>(plan.max_final_runs);
+  if (plan.fresh_runs_merged) o.compression = rocksdb::kNoCompression;
   const double run_bytes_per_buffered = o.compression == rocksdb::kNoCompression
                                             ? kRawRunBytesPerBuffered
                                             : kRunBytesPerBuffered;

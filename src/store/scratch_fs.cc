@@ -70,13 +70,9 @@ class KeptInCacheFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
 // Wraps what `s` opened into *result.
 rocksdb::IOStatus Unsynced(rocksdb::IOStatus s, std::unique_ptr<rocksdb::FSWritableFile>* result,
                            bool deferred = false) {
-  if (s.ok() && *result != nullptr) {
-    if (deferred) {
-      *result = std::make_unique<DeferredFile>(std::move(*result));
-    } else {
-      *result = std::make_unique<UnsyncedFile>(std::move(*result));
-    }
-  }
+  if (!s.ok() || *result == nullptr) return s;
+  *result = deferred ? std::make_unique<DeferredFile>(std::move(*result))
+                     : std::make_unique<UnsyncedFile>(std::move(*result));
   return s;
 }
 
