@@ -283,9 +283,8 @@ SortPlan MakePlan(const PolicyInput& input) {
   plan.fresh_runs_merged = input.allow_compaction && input.size_hint != 0 &&
                            plan.expected_runs > static_cast<uint64_t>(plan.max_final_runs);
   if (plan.fresh_runs_merged) o.compression = rocksdb::kNoCompression;
-  const double run_bytes_per_buffered = o.compression == rocksdb::kNoCompression
-                                            ? kRawRunBytesPerBuffered
-                                            : kRunBytesPerBuffered;
+  const double run_bytes_per_buffered =
+      o.compression == rocksdb::kNoCompression ? kRawRunBytesPerBuffered : kRunBytesPerBuffered;
   const uint64_t run_on_disk = static_cast<uint64_t>(run_bytes_per_buffered * o.write_buffer_size);
   const int cache_fan_in = static_cast<int>(std::max<uint64_t>(
       2, plan.page_cache_budget / (plan.lanes * std::max<uint64_t>(1, run_on_disk))));

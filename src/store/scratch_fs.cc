@@ -168,8 +168,7 @@ rocksdb::IOStatus ScratchFileSystem::NewRandomAccessFile(
   return s;
 }
 
-void FreshRunListener::OnTableFileCreationStarted(
-    const rocksdb::TableFileCreationBriefInfo& info) {
+void FreshRunListener::OnTableFileCreationStarted(const rocksdb::TableFileCreationBriefInfo& info) {
   if (info.reason == rocksdb::TableFileCreationReason::kFlush &&
       enabled_.load(std::memory_order_relaxed)) {
     fs_->DeferWriteback(info.file_path);

@@ -232,9 +232,10 @@ TEST(SortReportTest, ThreadGroupsShowTheirShareAndEndedThreadsTheirTime) {
   load.threads = {{"rocksort", 1, 5}, {"rs-bgzf", 2, 10}, {"ended threads", 0, 3}};
   report.phases.push_back(load);
   const std::string text = report.ToText();
-  EXPECT_TRUE(absl::StrContains(
-      text, "rocksort: load: peak RSS so far 0.0 MiB; threads: rocksort 5.0 s (50%), "
-            "rs-bgzf x2 10.0 s (50% each), ended threads 3.0 s\n"))
+  EXPECT_TRUE(
+      absl::StrContains(text,
+                        "rocksort: load: peak RSS so far 0.0 MiB; threads: rocksort 5.0 s (50%), "
+                        "rs-bgzf x2 10.0 s (50% each), ended threads 3.0 s\n"))
       << text;
   const std::string json = report.ToJson();
   EXPECT_TRUE(absl::StrContains(

@@ -144,8 +144,7 @@ class FlushedTables : public rocksdb::EventListener {
 
 // Creates a database through `fs` with `listeners`, writes two runs with
 // bytes_per_sync set, merges them, closes it and checks that it reads back.
-void WriteFlushMergeAndRead(const std::shared_ptr<rocksdb::FileSystem>& fs,
-                            const std::string& dir,
+void WriteFlushMergeAndRead(const std::shared_ptr<rocksdb::FileSystem>& fs, const std::string& dir,
                             std::vector<std::shared_ptr<rocksdb::EventListener>> listeners = {}) {
   std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
   rocksdb::Options options;
@@ -271,7 +270,8 @@ TEST(ScratchFsTest, TablesAreDeletedInTheBackgroundOthersAtOnce) {
   fs.WaitForDeletes();
   for (const std::string& table : tables) EXPECT_FALSE(std::filesystem::exists(table)) << table;
   // A table that is not there is reported as the unlink would report it.
-  EXPECT_TRUE(fs.DeleteFile(dir.File("missing.sst"), rocksdb::IOOptions(), nullptr).IsPathNotFound());
+  EXPECT_TRUE(
+      fs.DeleteFile(dir.File("missing.sst"), rocksdb::IOOptions(), nullptr).IsPathNotFound());
 }
 
 TEST(ScratchFsTest, PendingDeletesFinishBeforeTheFileSystemGoes) {
