@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <utility>
@@ -82,9 +83,24 @@ void BackgroundMerger::Start() {
   }
 }
 
-void BackgroundMerger::Notify() {
+void BackgroundMerger::Notify(uint64_t record_bytes) {
   absl::MutexLock lock(&mu_);
   ++flushes_;
+  if (record_bytes != 0) {
+    ++measured_runs_;
+    measured_bytes_ += record_bytes;
+  }
+}
+
+uint64_t BackgroundMerger::ExpectedRunsPerLane() const {
+  // A run per lane measured before the first estimate (lanes flush in turn).
+  const uint64_t lanes = lanes_.size();
+  if (options_.expected_bytes == 0 || measured_runs_ < lanes || measured_bytes_ == 0) {
+    return options_.expected_runs_per_lane;
+  }
+  const double runs = static_cast<double>(options_.expected_bytes) *
+                      static_cast<double>(measured_runs_) / static_cast<double>(measured_bytes_);
+  return (static_cast<uint64_t>(std::ceil(runs)) + lanes - 1) / lanes;
 }
 
 absl::Status BackgroundMerger::Stop() {
@@ -142,7 +158,7 @@ BackgroundMerger::LaneScan BackgroundMerger::Scan(int lane) {
     scan.fresh_runs += fresh.back() ? 1 : 0;
   }
   const uint64_t flushed = consumed_[lane] + scan.fresh_runs;
-  const uint64_t expected = options_.expected_runs_per_lane;
+  const uint64_t expected = ExpectedRunsPerLane();
   const int64_t more_runs =
       expected == 0 ? -1 : static_cast<int64_t>(expected > flushed ? expected - flushed : 0);
   scan.window = store::PickBackgroundMerge(fresh, more_runs, options_.max_runs_per_lane,

@@ -65,6 +65,12 @@ struct BackgroundMergeOptions {
   // Runs the size estimate predicts per lane; 0 = unknown (merge as long as
   // runs arrive).
   uint64_t expected_runs_per_lane = 0;
+  // The record bytes the size estimate predicts (0 = unknown). Once runs
+  // have been flushed, the runs expected per lane are these bytes over the
+  // record bytes a flushed run holds on average (Notify): a memtable holds
+  // less than write_buffer_size of records (its index, keys, slack), and by
+  // how much depends on the record size.
+  uint64_t expected_bytes = 0;
   int workers = 1;  // Merges at a time.
   // Of the merged runs (the flushes' compression, from the DB's options).
   rocksdb::CompressionType compression = rocksdb::kLZ4Compression;
@@ -88,9 +94,10 @@ class BackgroundMerger {
   void Start();
   bool started() const { return !workers_.empty(); }
 
-  // A flush completed: new runs may make a merge due. Safe to call from
-  // RocksDB's listener callbacks, at any time.
-  void Notify();
+  // A flush completed, of a run holding `record_bytes` of records (0: not
+  // known): new runs may make a merge due. Safe to call from RocksDB's
+  // listener callbacks, at any time.
+  void Notify(uint64_t record_bytes = 0);
 
   // Blocks the caller (the loader) while a lane that needs merging holds
   // more than `max_fresh_runs` fresh runs, i.e. while the merges lag behind
@@ -118,6 +125,8 @@ class BackgroundMerger {
     std::optional<store::MergeWindow> window;
   };
   LaneScan Scan(int lane);
+  // The runs a lane is expected to receive in all (0 = unknown).
+  uint64_t ExpectedRunsPerLane() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Runs the merges due in `lanes` until none is; `next` is the position in
   // `lanes` after the lane merged last. `last_outputs` holds the worker's
   // previous merge's runs, dropped from the page cache once more after the
@@ -140,6 +149,9 @@ class BackgroundMerger {
   uint64_t clear_at_changes_ ABSL_GUARDED_BY(mu_) = ~uint64_t{0};
   uint64_t clear_max_fresh_runs_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_ ABSL_GUARDED_BY(mu_) = 0;
+  // The flushes Notify was told the record bytes of, and their sum.
+  uint64_t measured_runs_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t measured_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;

@@ -104,6 +104,17 @@ std::optional<MergeWindow> PickBackgroundMerge(const std::vector<bool>& fresh, i
   const int64_t runs = static_cast<int64_t>(fresh.size());
   if (more_runs >= 0 && runs + more_runs <= max_runs) return std::nullopt;
   const int n = static_cast<int>(fresh.size());
+  if (more_runs >= 0) {
+    // The fresh runs to come, merged w at a time into the slots the merged
+    // runs leave, end within max_runs when w >= fresh / slots: the narrowest
+    // such w, so the last ones are merged too (no lane is left for the
+    // merges after loading) and an estimate that grows raises it.
+    const int64_t merged = std::count(fresh.begin(), fresh.end(), false);
+    const int64_t fresh_to_come = runs - merged + more_runs;
+    const int64_t slots = max_runs - merged;
+    const int64_t needed = slots <= 0 ? max_width : (fresh_to_come + slots - 1) / slots;
+    min_width = static_cast<int>(std::clamp<int64_t>(needed, 2, std::max(2, max_width)));
+  }
   for (int start = 0; start < n;) {
     if (!fresh[start]) {
       ++start;

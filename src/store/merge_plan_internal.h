@@ -56,7 +56,11 @@ std::vector<MergeWindow> PlanMergeDown(const std::vector<uint64_t>& run_bytes, i
 // oldest `min_width` or more adjacent fresh runs, up to `max_width` (>=
 // min_width >= 2) of them from the oldest: every fresh run is merged once,
 // in the order it was flushed, and none is left behind between merged runs.
-// Empty when the lane needs no merge or has no such window yet.
+// When `more_runs` is known, `min_width` is not used: a merge takes at least
+// the fresh runs to come divided by the slots of max_runs the merged runs
+// leave (at least 2, at most max_width), so that the lane ends within
+// max_runs when the estimate holds. Empty when the lane needs no merge or
+// has no such window yet.
 std::optional<MergeWindow> PickBackgroundMerge(const std::vector<bool>& fresh, int64_t more_runs,
                                                int max_runs, int min_width, int max_width);
 

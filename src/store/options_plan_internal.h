@@ -103,6 +103,8 @@ struct SortPlan {
   // kAdaptive: merging starts once this many runs exist.
   int adaptive_trigger_runs = 0;
   // Runs the size hint predicts (size_hint / write_buffer_size), 0 if unknown.
+  // A memtable holds less than that in records; the merger corrects the
+  // count from the runs flushed (BackgroundMergeOptions::expected_bytes).
   uint64_t expected_runs = 0;
   // Resident memory per run a merge reads: two blocks.
   uint64_t run_resident_bytes = 0;
@@ -118,10 +120,10 @@ struct SortPlan {
   // PolicyInput::request_bytes.
   uint64_t request_bytes = 0;
   // Runs one merge while loading takes: at least merge_fan_in (what one
-  // round needs to reach max_final_runs), at most merge_max_fan_in (what its
-  // memory holds). At most background_merges run at once, reading their
-  // inputs, fresh runs mostly still in the page cache, with
-  // background_readahead.
+  // round needs to reach max_final_runs; with the size known, the merger
+  // recomputes it from the runs still expected, PickBackgroundMerge), at
+  // most merge_max_fan_in (what its memory holds). At most background_merges run at once, reading
+  // their inputs, fresh runs mostly still in the page cache, with background_readahead.
   int merge_fan_in = 0;
   int merge_max_fan_in = 0;
   int background_merges = 1;

@@ -47,7 +47,7 @@ namespace {
 // listener callbacks (background threads), merges (all CompactFiles, which
 // reports through its CompactionJobInfo out-parameter, not through
 // OnCompactionCompleted) from the callers. Tells the attached background
-// merger about each flush.
+// merger about each flush and the record bytes its run holds.
 class DbStatsListener : public rocksdb::EventListener {
  public:
   void OnFlushCompleted(rocksdb::DB* /*db*/, const rocksdb::FlushJobInfo& info) override {
@@ -56,7 +56,7 @@ class DbStatsListener : public rocksdb::EventListener {
     absl::MutexLock lock(&mu_);
     ++flushes_;
     flush_bytes_ += ec ? 0 : size;
-    if (merger_ != nullptr) merger_->Notify();
+    if (merger_ != nullptr) merger_->Notify(info.table_properties.raw_value_size);
   }
   // Until Detach returns, each flush calls merger->Notify().
   void Attach(BackgroundMerger* merger) {
@@ -319,6 +319,7 @@ class TempStore::Impl {
     merge_options.max_runs_per_lane = plan_.max_final_runs_per_lane;
     merge_options.expected_runs_per_lane =
         (plan_.expected_runs + plan_.lanes - 1) / std::max(1, plan_.lanes);
+    merge_options.expected_bytes = plan_.expected_runs == 0 ? 0 : options_.size_hint;
     merge_options.workers = plan_.background_merges;
     merge_options.compression = plan_.merged_compression;
     merge_options.cancelled = options_.cancelled;

@@ -140,6 +140,34 @@ TEST(BackgroundMergerTest, LeavesALaneTheFinalMergeCanRead) {
   EXPECT_EQ(SortedRuns(temp->db(), temp->lanes()[0]).size(), 6u);
 }
 
+TEST(BackgroundMergerTest, LearnsTheRunsToExpectFromTheFlushedRuns) {
+  // The plan expected half the runs that come (a memtable holds less than
+  // its size in records); the record bytes of the flushed runs tell the
+  // real count, and the lane still ends within what the final merge reads.
+  ScratchDir dir;
+  std::unique_ptr<TempDb> temp = OpenDb(dir, 1);
+  ASSERT_NE(temp, nullptr);
+  constexpr int kRuns = 30;
+  constexpr uint64_t kRunRecordBytes = kKeysPerRun * kValueBytes;
+  BackgroundMergeOptions options;
+  options.min_width = 2;
+  options.max_width = 8;
+  options.max_runs_per_lane = 6;
+  options.expected_runs_per_lane = kRuns / 2;
+  options.expected_bytes = kRuns * kRunRecordBytes;
+  BackgroundMerger merger(temp->db(), temp->lanes(), options, [](uint64_t) {});
+  merger.Start();
+  std::mt19937 rng(8);
+  for (int run = 0; run < kRuns; ++run) {
+    FlushRun(temp->db(), temp->lanes()[0], run, &rng);
+    merger.Notify(kRunRecordBytes);
+    ASSERT_TRUE(merger.AwaitBacklog(0).ok());  // Until no merge is due.
+  }
+  ASSERT_TRUE(merger.Stop().ok());
+  EXPECT_LE(SortedRuns(temp->db(), temp->lanes()[0]).size(), 6u);
+  EXPECT_EQ(CountKeys(temp->db(), temp->lanes()[0]), kRuns * kKeysPerRun);
+}
+
 TEST(BackgroundMergerTest, NeverStartedOrStoppedItDoesNotBlock) {
   ScratchDir dir;
   std::unique_ptr<TempDb> temp = OpenDb(dir, 1);

@@ -5,8 +5,10 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace rocksort::store {
@@ -187,6 +189,43 @@ TEST(BackgroundMerge, StopsWhenTheFinalMergeCanReadTheLane) {
   EXPECT_EQ(PickBackgroundMerge(lane, 0, 11, 10, 15), (MergeWindow{2, 10}));
   // Unknown size: merge while runs arrive.
   EXPECT_EQ(PickBackgroundMerge(lane, -1, 20, 10, 15), (MergeWindow{2, 10}));
+}
+
+TEST(BackgroundMerge, SizesItsMergesSoTheLaneEndsWithinTheFinalMerge) {
+  // Runs arrive one at a time, as many as expected; merges run as soon as
+  // they are due. Whatever the count, the lane ends within what the final
+  // merge reads, as long as max_runs merges of max_width can hold it: a
+  // fixed width of ceil(runs / max_runs) leaves up to width - 1 fresh runs
+  // behind its last merge (23 runs to 8 at width 3: 7 merged + 2 fresh).
+  for (const auto& [max_runs, max_width, step] :
+       {std::tuple{8, 15, 1}, std::tuple{15, 20, 1}, std::tuple{48, 76, 29}}) {
+    for (int total = max_runs + 1; total <= max_runs * max_width; total += step) {
+      SCOPED_TRACE(absl::StrCat(total, " runs to ", max_runs));
+      std::vector<bool> lane;
+      for (int flushed = 1; flushed <= total; ++flushed) {
+        lane.push_back(true);
+        while (auto w = PickBackgroundMerge(lane, total - flushed, max_runs, 2, max_width)) {
+          ASSERT_LE(w->width, max_width);
+          lane.erase(lane.begin() + w->start, lane.begin() + w->start + w->width);
+          lane.insert(lane.begin() + w->start, false);
+        }
+      }
+      ASSERT_LE(lane.size(), static_cast<size_t>(max_runs));
+    }
+  }
+}
+
+TEST(BackgroundMerge, MergesAtLeastWhatTheRunsToComeNeed) {
+  // 5 merged runs of 8 slots, 4 fresh and 26 more to come: 30 fresh runs
+  // into 3 slots take merges of 10, whatever min_width says.
+  const std::vector<bool> lane = Lane("MMMMMffff");
+  EXPECT_FALSE(PickBackgroundMerge(lane, 26, 8, 2, 15).has_value());
+  EXPECT_FALSE(PickBackgroundMerge(Lane("MMMMM" + std::string(9, 'f')), 21, 8, 2, 15));
+  EXPECT_EQ(PickBackgroundMerge(Lane("MMMMM" + std::string(10, 'f')), 20, 8, 2, 15),
+            (MergeWindow{5, 10}));
+  // Beyond what a merge holds: max_width.
+  EXPECT_EQ(PickBackgroundMerge(Lane("MMMMMMM" + std::string(15, 'f')), 40, 8, 2, 15),
+            (MergeWindow{7, 15}));
 }
 
 TEST(BackgroundMerge, MergingInFlushOrderLeavesOneFreshBlock) {
