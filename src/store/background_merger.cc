@@ -94,8 +94,8 @@ void BackgroundMerger::Notify(uint64_t record_bytes) {
 
 uint64_t BackgroundMerger::ExpectedRunsPerLane() const {
   // A run per lane measured before the first estimate (lanes flush in turn).
-  const uint64_t lanes = lanes_.size();
-  if (options_.expected_bytes == 0 || measured_runs_ < lanes || measured_bytes_ == 0) {
+  const uint64_t lanes = std::max<size_t>(1, lanes_.size());
+  if (options_.expected_bytes == 0 || measured_runs_ < lanes) {
     return options_.expected_runs_per_lane;
   }
   const double runs = static_cast<double>(options_.expected_bytes) *

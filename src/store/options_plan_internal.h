@@ -122,8 +122,9 @@ struct SortPlan {
   // Runs one merge while loading takes: at least merge_fan_in (what one
   // round needs to reach max_final_runs; with the size known, the merger
   // recomputes it from the runs still expected, PickBackgroundMerge), at
-  // most merge_max_fan_in (what its memory holds). At most background_merges run at once, reading
-  // their inputs, fresh runs mostly still in the page cache, with background_readahead.
+  // most merge_max_fan_in (what its memory holds). At most
+  // background_merges run at once, reading their inputs, fresh runs mostly
+  // still in the page cache, with background_readahead.
   int merge_fan_in = 0;
   int merge_max_fan_in = 0;
   int background_merges = 1;
