@@ -1118,17 +1118,20 @@ TEST_F(ReliabilityTest, ShortScratchSpaceWarningCountsTheRunCompression) {
   }
 }
 
-// Room for the flushed runs (28 MB measured for this input) but not for
-// merging them: with -m 2M (about 60 runs), a size hint far below the data
-// (so no merging while loading) and the hdd profile the final merge reads at
-// most 32 runs, so rocksort merges about 30 runs into one after loading, and
-// a merge's output exists before its inputs are deleted (about 42 MB).
+// Room for the flushed runs (28.2 MB for this input) but not for merging
+// them: a size hint far below the data (so no merging while loading), -m 1M
+// (runs of about 250 KB; 96 to 123 measured, as flushes fall with the
+// timing) and the hdd profile, whose final merge reads at most 32 runs, so
+// after loading rocksort merges at least 64 runs, 30 or more at a time. A
+// merge's output exists before its inputs are deleted: 30 runs need about
+// 7 MB beyond the runs, and the filesystem leaves about 4 MB. (With
+// -m 2M, 46 to 60 runs, two merges of a few runs each fitted now and then.)
 TEST_F(ReliabilityTest, FullTempFilesystemWhileMergingFailsCleanly) {
-  const std::string tmp = MountTmpfs("merge_tmp", "34m", /*read_only=*/false);
+  const std::string tmp = MountTmpfs("merge_tmp", "31m", /*read_only=*/false);
   if (tmp.empty()) GTEST_SKIP() << "needs root to mount a tmpfs: " << mount_error_;
   const std::string in = Generate("in.bam", "-n 80000 --seed 13");
   const CommandResult r = RunCommand(Rocksort(
-      absl::StrCat("-m 2M -s 1K --disk hdd -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
+      absl::StrCat("-m 1M -s 1K --disk hdd -T ", tmp, " -o ", dir_.File("out.bam"), " ", in)));
   ExpectCleanFailure(r, 1, {tmp});
   EXPECT_TRUE(absl::StrContains(r.stderr_text, "merging sorted runs failed")) << r.stderr_text;
   EXPECT_TRUE(fs::is_empty(tmp)) << "the tmpfs is not empty";
