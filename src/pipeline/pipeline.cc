@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -135,11 +136,15 @@ store::StoreOptions PlanStore(const SortOptions& options, const std::atomic<bool
 }
 
 // Reads every record of `reader` into `store`, a batch at a time, and
-// publishes the counts after each batch to `progress` (may be null).
+// publishes the counts after each batch to `progress` (may be null). Adds
+// the wall time spent reading to *read_seconds.
 absl::Status Load(loader::InputSetReader& reader, const loader::InputSet& inputs,
-                  store::TempStore& store, SortProgress* progress) {
+                  store::TempStore& store, SortProgress* progress, double* read_seconds) {
   for (;;) {
+    const auto start = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(const size_t added, reader.ReadBatch(store.batch_bytes(), store));
+    *read_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (progress != nullptr) {
       progress->records_loaded.store(reader.stats().records, std::memory_order_relaxed);
       progress->input_bytes.store(inputs.progress().bytes_read(), std::memory_order_relaxed);
@@ -310,7 +315,7 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
   // The reader closes each input (its decode threads and buffers) once
   // read to its end.
   loader::InputSetReader reader(*inputs, *keys);
-  const absl::Status loaded = Load(reader, *inputs, *store, observer.progress);
+  const absl::Status loaded = Load(reader, *inputs, *store, observer.progress, &report->read_seconds);
   load.End();
   RETURN_IF_ERROR(loaded);
   const loader::LoadStats load_stats = reader.stats();

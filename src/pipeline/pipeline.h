@@ -155,6 +155,7 @@ struct SortReport {
   uint64_t record_bytes = 0;  // Uncompressed BAM record bytes (the real -s).
   uint64_t output_bytes = 0;  // Compressed bytes written.
   store::StoreReport store;
+  double read_seconds = 0;  // The loader's wall time reading and keying records.
   std::vector<PhaseReport> phases;
   // The whole process, measured when RunSort returns.
   double wall_seconds = 0;

@@ -8,6 +8,7 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -349,16 +350,23 @@ class TempStore::Impl {
   }
 
   absl::Status CommitBatch() {
+    const auto start = std::chrono::steady_clock::now();
     if (batch_->Count() > 0) {
       rocksdb::Status s = db()->Write(write_options_, batch_.get());
       if (!s.ok()) return FromRocks("writing to the temporary database failed", s);
       RotateLane();
       batch_->Clear();
     }
+    const auto written = std::chrono::steady_clock::now();
+    report_.write_seconds += std::chrono::duration<double>(written - start).count();
     if (cancelled()) return absl::CancelledError("interrupted while loading");
     SampleTempBytes();
     // Keep the merges' backlog within one merge per lane.
-    RETURN_IF_ERROR(merger_->AwaitBacklog(static_cast<uint64_t>(plan_.merge_max_fan_in)));
+    const absl::Status backlog =
+        merger_->AwaitBacklog(static_cast<uint64_t>(plan_.merge_max_fan_in));
+    report_.merge_wait_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - written).count();
+    RETURN_IF_ERROR(backlog);
     MaybeStartAdaptiveMerging();
     return absl::OkStatus();
   }

@@ -104,6 +104,11 @@ struct StoreReport {
   std::vector<int> runs_merged_per_lane;  // Runs read by the final merge, per lane.
   size_t final_readahead = 0;             // Per run, bytes.
   uint64_t peak_temp_bytes = 0;           // Largest total size of the runs seen.
+  // The loader's wall time in CommitBatch: writing batches (DB::Write,
+  // stalls for memtable memory included) and waiting for the background
+  // merges' backlog.
+  double write_seconds = 0;
+  double merge_wait_seconds = 0;
 
   int runs_merged() const {
     return std::accumulate(runs_merged_per_lane.begin(), runs_merged_per_lane.end(), 0);

@@ -70,6 +70,11 @@ TEST_F(PipelineTest, SortEqualsSamtoolsAndLeavesOnlyTheOutput) {
   const absl::Status s = RunSort(Options(in, dir_.File("out.bam")), nullptr, nullptr, {}, &report);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(report.records, 5000u);
+  // The loading thread's time, by what it did, falls within the load phase.
+  EXPECT_GT(report.read_seconds, 0);
+  EXPECT_GT(report.store.write_seconds, 0);
+  EXPECT_LE(report.read_seconds + report.store.write_seconds + report.store.merge_wait_seconds,
+            report.phase_seconds(Phase::kLoad));
   EXPECT_EQ(test_util::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
   EXPECT_EQ(dir_.List(), (std::vector<std::string>{"expected.bam", "in.sam", "out.bam"}));
 }
@@ -240,6 +245,24 @@ TEST(SortReportTest, ThreadGroupsShowTheirShareAndEndedThreadsTheirTime) {
   const std::string json = report.ToJson();
   EXPECT_TRUE(absl::StrContains(
       json, "{\"group\": \"ended threads\", \"threads\": 0, \"cpu_seconds\": 3.000}"))
+      << json;
+}
+
+// -v and --stats-json: where the loading thread's time went.
+TEST(SortReportTest, LoadingThreadTimesAreReported) {
+  SortReport report;
+  report.read_seconds = 1.5;
+  report.store.write_seconds = 2.25;
+  report.store.merge_wait_seconds = 0.5;
+  const std::string text = report.ToText();
+  EXPECT_TRUE(absl::StrContains(text,
+                                "rocksort: loading thread: reading 1.50 s, writing 2.25 s (memtable "
+                                "stalls included), waiting for merges 0.50 s\n"))
+      << text;
+  const std::string json = report.ToJson();
+  EXPECT_TRUE(absl::StrContains(json,
+                                "\"loader_read_seconds\": 1.500,\n  \"loader_write_seconds\": "
+                                "2.250,\n  \"loader_merge_wait_seconds\": 0.500,"))
       << json;
 }
 
