@@ -315,7 +315,8 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
   // The reader closes each input (its decode threads and buffers) once
   // read to its end.
   loader::InputSetReader reader(*inputs, *keys);
-  const absl::Status loaded = Load(reader, *inputs, *store, observer.progress, &report->read_seconds);
+  const absl::Status loaded =
+      Load(reader, *inputs, *store, observer.progress, &report->read_seconds);
   load.End();
   RETURN_IF_ERROR(loaded);
   const loader::LoadStats load_stats = reader.stats();
@@ -353,6 +354,7 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
   absl::StatusOr<RecordTally> written = Emit(*sorted, *sink, cancelled, observer.progress);
   emit.End();
   sorted.reset();  // Before the store it reads.
+  report->store = store->report();
   RETURN_IF_ERROR(written.status());
   // The queue may hold many blocks that Finish compresses first: a signal
   // that came after the last record must not wait for them.

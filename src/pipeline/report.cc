@@ -40,7 +40,7 @@ std::string SortReport::ToText() const {
       "rocksort: %d records, %d bytes uncompressed (planned with %d: %s), %d bytes written\n"
       "rocksort: runs flushed %d (%d bytes), compactions %d (%d bytes, write amplification "
       "%.2f), runs after loading %s, intermediate merges %d (%d bytes), runs at final merge %d "
-      "(readahead %d KiB), peak temp %d bytes\n"
+      "(readahead %d KiB), peak temp %d bytes (%d released behind the final merge)\n"
       "rocksort: load %.2f s, merge %.2f s, emit %.2f s\n"
       "rocksort: loading thread: reading %.2f s, writing %.2f s (memtable stalls included), "
       "waiting for merges %.2f s\n",
@@ -48,8 +48,8 @@ std::string SortReport::ToText() const {
       s.flush_bytes, s.compactions, s.compaction_bytes, s.write_amplification(),
       absl::StrJoin(s.runs_after_load_per_lane, "+"), s.intermediate_merges,
       s.intermediate_merge_bytes, s.runs_merged(), s.final_readahead / 1024, s.peak_temp_bytes,
-      phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit),
-      read_seconds, s.write_seconds, s.merge_wait_seconds);
+      s.released_bytes, phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge),
+      phase_seconds(Phase::kEmit), read_seconds, s.write_seconds, s.merge_wait_seconds);
   // How busy each kind of thread was: CPU seconds, and per thread the share
   // of the phase's wall time.
   for (const PhaseReport& p : phases) {
@@ -103,6 +103,7 @@ std::string SortReport::ToJson() const {
       "  \"runs_at_final_merge\": %d,\n"
       "  \"runs_at_final_merge_per_lane\": [%s],\n"
       "  \"final_readahead_bytes\": %d,\n  \"peak_temp_bytes\": %d,\n"
+      "  \"released_bytes\": %d,\n"
       "  \"load_seconds\": %.3f,\n  \"merge_seconds\": %.3f,\n  \"emit_seconds\": %.3f,\n"
       "  \"loader_read_seconds\": %.3f,\n  \"loader_write_seconds\": %.3f,\n"
       "  \"loader_merge_wait_seconds\": %.3f,\n"
@@ -115,10 +116,10 @@ std::string SortReport::ToJson() const {
       s.runs_flushed, s.flush_bytes, s.compactions, s.compaction_bytes, s.write_amplification(),
       absl::StrJoin(s.runs_after_load_per_lane, ", "), s.intermediate_merges,
       s.intermediate_merge_bytes, s.runs_merged(), absl::StrJoin(s.runs_merged_per_lane, ", "),
-      s.final_readahead, s.peak_temp_bytes, phase_seconds(Phase::kLoad),
+      s.final_readahead, s.peak_temp_bytes, s.released_bytes, phase_seconds(Phase::kLoad),
       phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit), read_seconds, s.write_seconds,
-      s.merge_wait_seconds, absl::StrJoin(phase_items, ",\n"),
-      wall_seconds, cpu_seconds, peak_rss_bytes);
+      s.merge_wait_seconds, absl::StrJoin(phase_items, ",\n"), wall_seconds, cpu_seconds,
+      peak_rss_bytes);
 }
 
 }  // namespace rocksort::pipeline

@@ -17,6 +17,9 @@ constexpr uint64_t kPage = 4096;
 // What a reader has passed is dropped in steps of at least this much, so
 // that a run of small reads does not make one DONTNEED call per block.
 constexpr uint64_t kDropStep = 256 * 1024;
+// What a reader has passed is released in steps of at least this much: few
+// calls, each discarding a sizeable extent.
+constexpr uint64_t kReleaseStep = 4 * 1024 * 1024;
 
 // A table file whose sequential reader is kept ahead of the disk. Dropping
 // behind goes through the file's own descriptor: the POSIX file's
@@ -36,10 +39,29 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
     // Before the read: what comes after it is on its way while this read
     // waits (if it waits at all).
     Advance(offset, n);
-    return FSRandomAccessFileOwnerWrapper::Read(offset, n, options, result, scratch, dbg);
+    rocksdb::IOStatus s =
+        FSRandomAccessFileOwnerWrapper::Read(offset, n, options, result, scratch, dbg);
+    ReleaseBehind(offset, n);
+    return s;
   }
 
  private:
+  void ReleaseBehind(uint64_t offset, uint64_t n) const {
+    const uint64_t lag = fs_->release_lag();
+    if (lag == 0) return;
+    absl::MutexLock lock(&mu_);
+    // Only a read that continues the previous one: the scan of the data
+    // blocks, not a read of the table's metadata.
+    const bool continues = offset == read_end_;
+    read_end_ = offset + n;
+    if (!continues || offset < lag) return;
+    const uint64_t end = (offset - lag) & ~(kPage - 1);
+    if (end >= released_ + kReleaseStep) {
+      fs_->Release(*path_, released_, end - released_);
+      released_ = end;
+    }
+  }
+
   void Advance(uint64_t offset, uint64_t n) const {
     const PrefetchFileSystem::Settings settings = fs_->settings();
     if (settings.chunk == 0 || size_ == 0) return;
@@ -95,6 +117,9 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
   mutable uint64_t window_start_ ABSL_GUARDED_BY(mu_) = 0;
   mutable uint64_t queued_ ABSL_GUARDED_BY(mu_) = 0;   // Queued for reading up to here.
   mutable uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;  // Dropped below here.
+  // Releasing behind: where the last read ended, and what is released.
+  mutable uint64_t read_end_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable uint64_t released_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
@@ -120,6 +145,17 @@ PrefetchFileSystem::~PrefetchFileSystem() {
 void PrefetchFileSystem::SetReadahead(uint64_t chunk, uint64_t lead) {
   chunk_.store(chunk, std::memory_order_relaxed);
   lead_.store(std::min(lead, chunk), std::memory_order_relaxed);
+}
+
+void PrefetchFileSystem::SetReleaseBehind(uint64_t lag, ReleaseFunction release) {
+  absl::MutexLock lock(&release_mu_);
+  release_ = std::move(release);
+  release_lag_.store(release_ ? lag : 0, std::memory_order_release);
+}
+
+void PrefetchFileSystem::Release(const std::string& path, uint64_t offset, uint64_t length) {
+  absl::MutexLock lock(&release_mu_);
+  if (release_) release_(path, offset, length);
 }
 
 PrefetchFileSystem::Settings PrefetchFileSystem::settings() const {

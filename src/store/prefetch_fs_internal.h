@@ -31,6 +31,14 @@
 // table's footer and index at its end, read when it is opened) starts a
 // new window there.
 //
+// Releasing behind (SetReleaseBehind, for the final merge only): what a
+// run's reader has passed, `lag` bytes behind its read, is handed to a
+// callback that frees the space (ScratchFileSystem::ReleaseRange), in steps
+// of a few MiB. Only reads that continue the previous one, the reader's
+// scan of the data blocks, release: a table's footer and index at its end
+// are read when it is opened, which is why the store turns this on only
+// where every table stays open (no table cache evictions to reopen one).
+//
 // Thread-safety: the file system and its files are thread-safe (RocksDB may
 // read one file from several threads); SetReadahead may be called at any
 // time and applies to the following reads.
@@ -40,6 +48,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -71,6 +80,12 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
   // prefetching (and dropping behind) off.
   void SetReadahead(uint64_t chunk, uint64_t lead);
 
+  // From now on each table's reader releases what it has passed, `lag`
+  // bytes behind, through `release(path, offset, length)` (see above).
+  // A lag of 0 turns it off.
+  using ReleaseFunction = std::function<void(const std::string&, uint64_t, uint64_t)>;
+  void SetReleaseBehind(uint64_t lag, ReleaseFunction release);
+
   // Bytes read ahead so far, for the report.
   uint64_t prefetched_bytes() const { return prefetched_.load(std::memory_order_relaxed); }
 
@@ -81,6 +96,8 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
   };
   Settings settings() const;
   void Enqueue(std::shared_ptr<const std::string> path, uint64_t offset, uint64_t length);
+  uint64_t release_lag() const { return release_lag_.load(std::memory_order_acquire); }
+  void Release(const std::string& path, uint64_t offset, uint64_t length);
 
  private:
   struct Request {
@@ -93,6 +110,9 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<uint64_t> chunk_{0};
   std::atomic<uint64_t> lead_{0};
   std::atomic<uint64_t> prefetched_{0};
+  std::atomic<uint64_t> release_lag_{0};
+  absl::Mutex release_mu_;
+  ReleaseFunction release_ ABSL_GUARDED_BY(release_mu_);
   absl::Mutex mu_;
   std::deque<Request> queue_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,7 +1,10 @@
 #include "store/scratch_fs_internal.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -106,8 +109,19 @@ rocksdb::IOStatus ScratchFileSystem::DeleteFile(const std::string& fname,
   // name; a missing file is reported now, as the unlink would.
   if (::access(fname.c_str(), F_OK) != 0) return target()->DeleteFile(fname, options, dbg);
   absl::MutexLock lock(&mu_);
-  pending_.push_back(fname);
+  // Its releases are moot now.
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [&fname](const Job& job) { return job.path == fname; }),
+                 pending_.end());
+  pending_.push_back({fname, 0, 0});
   return rocksdb::IOStatus::OK();
+}
+
+void ScratchFileSystem::ReleaseRange(const std::string& fname, uint64_t offset, uint64_t length) {
+  if (length == 0) return;
+  absl::MutexLock lock(&mu_);
+  if (!can_punch_ || stop_) return;
+  pending_.push_back({fname, offset, length});
 }
 
 void ScratchFileSystem::WaitForDeletes() {
@@ -121,7 +135,7 @@ void ScratchFileSystem::WaitForDeletes() {
 
 void ScratchFileSystem::DeleteLoop() {
   for (;;) {
-    std::string path;
+    Job job;
     {
       absl::MutexLock lock(&mu_);
       deleting_ = false;
@@ -131,13 +145,26 @@ void ScratchFileSystem::DeleteLoop() {
           },
           this));
       if (pending_.empty()) return;  // Stopping, nothing left.
-      path = std::move(pending_.front());
+      job = std::move(pending_.front());
       pending_.pop_front();
       deleting_ = true;
     }
-    // Scratch space: a file that cannot be unlinked is left for the
-    // directory's removal at the end (TempDb::Destroy reports what stays).
-    (void)::unlink(path.c_str());
+    if (job.length == 0) {
+      // Scratch space: a file that cannot be unlinked is left for the
+      // directory's removal at the end (TempDb::Destroy reports what stays).
+      (void)::unlink(job.path.c_str());
+      continue;
+    }
+    const int fd = ::open(job.path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // Deleted meanwhile.
+    if (::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(job.offset),
+                    static_cast<off_t>(job.length)) == 0) {
+      released_.fetch_add(job.length, std::memory_order_relaxed);
+    } else if (errno == EOPNOTSUPP || errno == ENOSYS) {
+      absl::MutexLock lock(&mu_);
+      can_punch_ = false;  // The deletes at the end free the space instead.
+    }
+    ::close(fd);
   }
 }
 

@@ -44,6 +44,9 @@
 namespace rocksort::store {
 namespace {
 
+// How far behind the final merge's reader each run is released.
+constexpr uint64_t kReleaseLag = 1 << 20;
+
 // Counts flushes and merges and the bytes they wrote: flushes from RocksDB's
 // listener callbacks (background threads), merges (all CompactFiles, which
 // reports through its CompactionJobInfo out-parameter, not through
@@ -428,6 +431,15 @@ class TempStore::Impl {
     if (rocksdb::Status s = db()->NewIterators(read_options, lanes(), &raw); !s.ok()) {
       return FromRocks("reading the temporary database failed", s);
     }
+    // The final merge reads each run once, front to back, and the runs go
+    // after it: what it has passed is freed as it goes (scratch_fs_internal.h).
+    // Every run is a level-0 table, which the iterators opened (footer and
+    // index read) and keep open until they go: from here on only data
+    // blocks are read.
+    prefetch_fs_->SetReleaseBehind(
+        kReleaseLag, [fs = scratch_fs_](const std::string& path, uint64_t offset, uint64_t length) {
+          fs->ReleaseRange(path, offset, length);
+        });
     std::vector<std::unique_ptr<rocksdb::Iterator>> iterators;
     for (rocksdb::Iterator* it : raw) iterators.emplace_back(it);
     return std::unique_ptr<SortedReader>(
@@ -444,6 +456,7 @@ class TempStore::Impl {
     stats_->Fill(&report);
     absl::MutexLock lock(&peak_mu_);
     report.peak_temp_bytes = peak_temp_bytes_;
+    report.released_bytes = scratch_fs_ == nullptr ? 0 : scratch_fs_->released_bytes();
     return report;
   }
 

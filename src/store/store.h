@@ -104,6 +104,7 @@ struct StoreReport {
   std::vector<int> runs_merged_per_lane;  // Runs read by the final merge, per lane.
   size_t final_readahead = 0;             // Per run, bytes.
   uint64_t peak_temp_bytes = 0;           // Largest total size of the runs seen.
+  uint64_t released_bytes = 0;            // Of the runs, freed behind the final merge.
   // The loader's wall time in CommitBatch: writing batches (DB::Write,
   // stalls for memtable memory included) and waiting for the background
   // merges' backlog.

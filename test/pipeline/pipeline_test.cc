@@ -255,9 +255,10 @@ TEST(SortReportTest, LoadingThreadTimesAreReported) {
   report.store.write_seconds = 2.25;
   report.store.merge_wait_seconds = 0.5;
   const std::string text = report.ToText();
-  EXPECT_TRUE(absl::StrContains(text,
-                                "rocksort: loading thread: reading 1.50 s, writing 2.25 s (memtable "
-                                "stalls included), waiting for merges 0.50 s\n"))
+  EXPECT_TRUE(
+      absl::StrContains(text,
+                        "rocksort: loading thread: reading 1.50 s, writing 2.25 s (memtable "
+                        "stalls included), waiting for merges 0.50 s\n"))
       << text;
   const std::string json = report.ToJson();
   EXPECT_TRUE(absl::StrContains(json,

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -116,6 +118,42 @@ TEST_F(PrefetchFsTest, DropsWhatTheReaderHasPassed) {
   // cache; what is ahead of the reader is there.
   EXPECT_LE(Resident(0, 2 * kMiB), 256 * kKiB);
   EXPECT_TRUE(WaitResident(3 * kMiB, kMiB));
+}
+
+// Releasing behind: a reader that reads on from where it stopped releases
+// what lies a lag behind it, in steps; reads that skip (a table's metadata,
+// a seek) release nothing.
+TEST_F(PrefetchFsTest, ReleasesWhatAReaderReadingOnHasPassed) {
+  fs_->SetReadahead(1 * kMiB, 256 * kKiB);
+  absl::Mutex mu;
+  std::vector<std::pair<uint64_t, uint64_t>> released;
+  fs_->SetReleaseBehind(1 * kMiB, [&](const std::string& path, uint64_t offset, uint64_t length) {
+    EXPECT_EQ(path, path_);
+    absl::MutexLock lock(&mu);
+    released.emplace_back(offset, length);
+  });
+  // Every other block: no read continues the previous one.
+  for (uint64_t offset = 0; offset < kSize; offset += 128 * kKiB) Read(offset, 64 * kKiB);
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_TRUE(released.empty());
+  }
+  // Block after block from the start: released from 0, contiguously, in
+  // steps of at least 4 MiB, never closer than the lag to the last read.
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+  ASSERT_TRUE(fs_->NewRandomAccessFile(path_, rocksdb::FileOptions(), &file, nullptr).ok());
+  std::vector<char> scratch(64 * kKiB);
+  for (uint64_t offset = 0; offset < kSize; offset += 64 * kKiB) {
+    rocksdb::Slice result;
+    ASSERT_TRUE(
+        file->Read(offset, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(), nullptr)
+            .ok());
+  }
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].first, 0u);
+  EXPECT_GE(released[0].second, 4 * kMiB);
+  EXPECT_LE(released[0].second, kSize - 64 * kKiB - kMiB);
 }
 
 TEST_F(PrefetchFsTest, OffUntilAReadaheadIsSet) {

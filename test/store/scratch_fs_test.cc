@@ -1,8 +1,11 @@
 #include "store/scratch_fs_internal.h"
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
@@ -272,6 +275,33 @@ TEST(ScratchFsTest, TablesAreDeletedInTheBackgroundOthersAtOnce) {
   // A table that is not there is reported as the unlink would report it.
   EXPECT_TRUE(
       fs.DeleteFile(dir.File("missing.sst"), rocksdb::IOOptions(), nullptr).IsPathNotFound());
+}
+
+// A released range becomes a hole (its blocks freed, the size and the rest
+// of the file kept); one still pending when its file is deleted is dropped.
+TEST(ScratchFsTest, ReleasedRangesBecomeHoles) {
+  test_util::ScratchDir dir;
+  const std::string table = dir.File("000009.sst");
+  std::ofstream(table) << std::string(4 << 20, 'x');
+  struct stat before;
+  ASSERT_EQ(::stat(table.c_str(), &before), 0);
+  ScratchFileSystem fs(rocksdb::FileSystem::Default());
+  fs.ReleaseRange(table, 0, 3 << 20);
+  fs.WaitForDeletes();
+  struct stat after;
+  ASSERT_EQ(::stat(table.c_str(), &after), 0);
+  EXPECT_EQ(after.st_size, before.st_size);
+  if (fs.released_bytes() == 0) GTEST_SKIP() << "this filesystem cannot punch holes";
+  EXPECT_EQ(fs.released_bytes(), 3u << 20);
+  EXPECT_LE(after.st_blocks * 512, before.st_blocks * 512 - (3 << 20));
+  std::ifstream in(table);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, std::string(3 << 20, '\0') + std::string(1 << 20, 'x'));
+  // Released or deleted, whichever comes first: nothing is left either way.
+  fs.ReleaseRange(table, 3 << 20, 1 << 20);
+  EXPECT_TRUE(fs.DeleteFile(table, rocksdb::IOOptions(), nullptr).ok());
+  fs.WaitForDeletes();
+  EXPECT_FALSE(std::filesystem::exists(table));
 }
 
 TEST(ScratchFsTest, PendingDeletesFinishBeforeTheFileSystemGoes) {
