@@ -86,6 +86,10 @@ class BamSink : public RecordSink {
   }
 
   uint64_t bytes_written() const override { return writer_->bytes_written(); }
+  std::optional<Waits> waits() const override {
+    const BgzfWriter::Waits w = writer_->waits();
+    return Waits{w.workers_idle_seconds, w.caller_blocked_seconds};
+  }
 
  private:
   bool indexing() const { return !index_path_.empty(); }

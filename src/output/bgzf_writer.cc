@@ -16,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/coding.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
@@ -284,16 +286,23 @@ class BgzfWriter::Impl {
     return bytes_written_;
   }
 
+  BgzfWriter::Waits waits() {
+    absl::MutexLock lock(&mu_);
+    return waits_;
+  }
+
  private:
   absl::Status TakeFreeBlock() {
     absl::MutexLock lock(&mu_);
     if (free_.empty()) {
+      const absl::Time start = absl::Now();
       // Woken once per refill_ blocks the writer frees, not once per block.
       mu_.Await(absl::Condition(
           +[](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
             return self->free_.size() >= self->refill_ || !self->error_.ok();
           },
           this));
+      waits_.caller_blocked_seconds += absl::ToDoubleSeconds(absl::Now() - start);
     }
     if (!error_.ok()) return error_;
     current_ = free_.front();
@@ -320,11 +329,15 @@ class BgzfWriter::Impl {
       Block* block;
       {
         absl::MutexLock lock(&mu_);
-        mu_.Await(absl::Condition(
-            +[](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
-              return !self->to_compress_.empty() || self->stopping_;
-            },
-            this));
+        if (to_compress_.empty()) {
+          const absl::Time start = absl::Now();
+          mu_.Await(absl::Condition(
+              +[](Impl* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+                return !self->to_compress_.empty() || self->stopping_;
+              },
+              this));
+          waits_.workers_idle_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+        }
         if (to_compress_.empty()) return;
         block = to_compress_.front();
         to_compress_.pop_front();
@@ -436,6 +449,7 @@ class BgzfWriter::Impl {
   uint64_t bytes_written_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  BgzfWriter::Waits waits_ ABSL_GUARDED_BY(mu_);
 };
 
 BgzfWriter::BgzfWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -459,5 +473,6 @@ absl::StatusOr<uint64_t> BgzfWriter::WaitForWrites() { return impl_->WaitForWrit
 absl::Status BgzfWriter::FlushBlock() { return impl_->FlushBlock(); }
 absl::Status BgzfWriter::Close() { return impl_->Close(); }
 uint64_t BgzfWriter::bytes_written() const { return impl_->bytes_written(); }
+BgzfWriter::Waits BgzfWriter::waits() const { return impl_->waits(); }
 
 }  // namespace rocksort::output

@@ -95,6 +95,14 @@ class BgzfWriter {
   // Bytes written to the fd so far (compressed).
   uint64_t bytes_written() const;
 
+  // Wall time the workers spent waiting for a block to compress (summed
+  // over the workers), and the caller waiting for a free block, so far.
+  struct Waits {
+    double workers_idle_seconds = 0;
+    double caller_blocked_seconds = 0;
+  };
+  Waits waits() const;
+
  private:
   class Impl;
   explicit BgzfWriter(std::unique_ptr<Impl> impl);

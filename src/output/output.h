@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,14 @@ class RecordSink {
   virtual absl::Status Finish() = 0;
   // Bytes written to the file descriptor so far.
   virtual uint64_t bytes_written() const = 0;
+  // Wall time the sink's compressors waited for records (summed over
+  // them) and the caller waited for the compressors, so far; nullopt where
+  // the sink does not measure it (the htslib sinks).
+  struct Waits {
+    double compressors_idle_seconds = 0;
+    double caller_blocked_seconds = 0;
+  };
+  virtual std::optional<Waits> waits() const { return std::nullopt; }
 };
 
 struct BamSinkOptions {

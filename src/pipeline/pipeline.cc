@@ -361,6 +361,7 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
   if (Cancelled(cancelled)) return absl::CancelledError("interrupted while writing the output");
   RETURN_IF_ERROR(sink->Finish());
   report->output_bytes = sink->bytes_written();
+  report->emit_waits = sink->waits();
   RETURN_IF_ERROR(VerifyIntegrity(read_tally, *written, outputs.data->name()));
   // A signal while the last blocks were compressed still means no output.
   if (Cancelled(cancelled)) return absl::CancelledError("interrupted while writing the output");

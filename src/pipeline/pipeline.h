@@ -156,6 +156,9 @@ struct SortReport {
   uint64_t output_bytes = 0;  // Compressed bytes written.
   store::StoreReport store;
   double read_seconds = 0;  // The loader's wall time reading and keying records.
+  // The BAM sink's compressors' wait for records and the final merge's wait
+  // for the compressors (absent for the htslib sinks, which do not say).
+  std::optional<output::RecordSink::Waits> emit_waits;
   std::vector<PhaseReport> phases;
   // The whole process, measured when RunSort returns.
   double wall_seconds = 0;

@@ -50,6 +50,12 @@ std::string SortReport::ToText() const {
       s.intermediate_merge_bytes, s.runs_merged(), s.final_readahead / 1024, s.peak_temp_bytes,
       s.released_bytes, phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge),
       phase_seconds(Phase::kEmit), read_seconds, s.write_seconds, s.merge_wait_seconds);
+  if (emit_waits.has_value()) {
+    absl::StrAppendFormat(&text,
+                          "rocksort: emit: compressors waited %.2f s for records (summed over "
+                          "them), the final merge %.2f s for the compressors\n",
+                          emit_waits->compressors_idle_seconds, emit_waits->caller_blocked_seconds);
+  }
   // How busy each kind of thread was: CPU seconds, and per thread the share
   // of the phase's wall time.
   for (const PhaseReport& p : phases) {
@@ -107,6 +113,7 @@ std::string SortReport::ToJson() const {
       "  \"load_seconds\": %.3f,\n  \"merge_seconds\": %.3f,\n  \"emit_seconds\": %.3f,\n"
       "  \"loader_read_seconds\": %.3f,\n  \"loader_write_seconds\": %.3f,\n"
       "  \"loader_merge_wait_seconds\": %.3f,\n"
+      "  \"compressors_idle_seconds\": %s,\n  \"final_merge_blocked_seconds\": %s,\n"
       "  \"phases\": [\n%s\n  ],\n"
       "  \"wall_seconds\": %.3f,\n  \"cpu_seconds\": %.3f,\n  \"peak_rss_bytes\": %d\n"
       "}\n",
@@ -118,8 +125,10 @@ std::string SortReport::ToJson() const {
       s.intermediate_merge_bytes, s.runs_merged(), absl::StrJoin(s.runs_merged_per_lane, ", "),
       s.final_readahead, s.peak_temp_bytes, s.released_bytes, phase_seconds(Phase::kLoad),
       phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit), read_seconds, s.write_seconds,
-      s.merge_wait_seconds, absl::StrJoin(phase_items, ",\n"), wall_seconds, cpu_seconds,
-      peak_rss_bytes);
+      s.merge_wait_seconds,
+      emit_waits ? absl::StrFormat("%.3f", emit_waits->compressors_idle_seconds) : "null",
+      emit_waits ? absl::StrFormat("%.3f", emit_waits->caller_blocked_seconds) : "null",
+      absl::StrJoin(phase_items, ",\n"), wall_seconds, cpu_seconds, peak_rss_bytes);
 }
 
 }  // namespace rocksort::pipeline

@@ -81,6 +81,27 @@ TEST(BgzfWriter, OutputReadsBackWithHtslibAtEveryLevelAndThreadCount) {
   }
 }
 
+// The workers' wait for blocks and the caller's wait for free blocks are
+// measured: workers with nothing to do for 100 ms, then a caller far faster
+// than one worker at level 9.
+TEST(BgzfWriter, MeasuresTheWorkersAndTheCallersWaits) {
+  ScratchDir dir;
+  const std::string path = dir.File("waits.gz");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  absl::StatusOr<std::unique_ptr<BgzfWriter>> writer =
+      BgzfWriter::Create(fd, path, WriterOptions(9, 1));
+  ASSERT_TRUE(writer.ok());
+  ::usleep(100000);
+  const std::string data = RandomBytes(8 << 20, 5, 20);
+  ASSERT_TRUE((*writer)->Write(data).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  ::close(fd);
+  const BgzfWriter::Waits waits = (*writer)->waits();
+  EXPECT_GE(waits.workers_idle_seconds, 0.09);
+  EXPECT_GT(waits.caller_blocked_seconds, 0.0);
+}
+
 TEST(BgzfWriter, EmptyStreamIsJustTheEofBlock) {
   ScratchDir dir;
   const std::string path = dir.File("empty.gz");

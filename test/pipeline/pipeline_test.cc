@@ -75,6 +75,8 @@ TEST_F(PipelineTest, SortEqualsSamtoolsAndLeavesOnlyTheOutput) {
   EXPECT_GT(report.store.write_seconds, 0);
   EXPECT_LE(report.read_seconds + report.store.write_seconds + report.store.merge_wait_seconds,
             report.phase_seconds(Phase::kLoad));
+  // The BAM sink measures its waits.
+  EXPECT_TRUE(report.emit_waits.has_value());
   EXPECT_EQ(test_util::CompareAlignmentFiles(expected, dir_.File("out.bam")), "");
   EXPECT_EQ(dir_.List(), (std::vector<std::string>{"expected.bam", "in.sam", "out.bam"}));
 }
@@ -248,22 +250,38 @@ TEST(SortReportTest, ThreadGroupsShowTheirShareAndEndedThreadsTheirTime) {
       << json;
 }
 
-// -v and --stats-json: where the loading thread's time went.
-TEST(SortReportTest, LoadingThreadTimesAreReported) {
+// -v and --stats-json: where the loading thread's time went, and the emit
+// phase's waits where the sink measured them.
+TEST(SortReportTest, LoadAndEmitWaitsAreReported) {
   SortReport report;
   report.read_seconds = 1.5;
   report.store.write_seconds = 2.25;
   report.store.merge_wait_seconds = 0.5;
-  const std::string text = report.ToText();
+  std::string text = report.ToText();
   EXPECT_TRUE(
       absl::StrContains(text,
                         "rocksort: loading thread: reading 1.50 s, writing 2.25 s (memtable "
                         "stalls included), waiting for merges 0.50 s\n"))
       << text;
-  const std::string json = report.ToJson();
+  EXPECT_FALSE(absl::StrContains(text, "compressors waited")) << text;
+  std::string json = report.ToJson();
   EXPECT_TRUE(absl::StrContains(json,
                                 "\"loader_read_seconds\": 1.500,\n  \"loader_write_seconds\": "
                                 "2.250,\n  \"loader_merge_wait_seconds\": 0.500,"))
+      << json;
+  EXPECT_TRUE(absl::StrContains(
+      json, "\"compressors_idle_seconds\": null,\n  \"final_merge_blocked_seconds\": null,"))
+      << json;
+  report.emit_waits = output::RecordSink::Waits{3.5, 4.25};
+  text = report.ToText();
+  EXPECT_TRUE(
+      absl::StrContains(text,
+                        "rocksort: emit: compressors waited 3.50 s for records (summed over "
+                        "them), the final merge 4.25 s for the compressors\n"))
+      << text;
+  json = report.ToJson();
+  EXPECT_TRUE(absl::StrContains(
+      json, "\"compressors_idle_seconds\": 3.500,\n  \"final_merge_blocked_seconds\": 4.250,"))
       << json;
 }
 
