@@ -216,9 +216,6 @@ SortPlan MakePlan(const PolicyInput& input) {
   // consumed at a few hundred KiB per second in a merge of hundreds of runs.
   plan.lead = std::min<uint64_t>(plan.min_chunk, hdd ? 128 * kKiB : 64 * kKiB);
 
-  // One lane per thread, at most 4: flushes run side by side, and after
-  // loading each lane is merged down by its own thread.
-  plan.lanes = std::clamp(threads, 1, 4);
   // At most a few merges at a time while loading.
   plan.background_merges = std::clamp(threads / 2, 1, 3);
   const uint64_t compaction_memory = std::max<uint64_t>(budget / 4, kMinMergeBudget);
@@ -231,25 +228,12 @@ SortPlan MakePlan(const PolicyInput& input) {
       std::clamp<uint64_t>(std::min({plan.merge_budget / plan.run_resident_bytes, readable_runs,
                                      plan.page_cache_budget / (plan.min_chunk + plan.lead)}),
                            2, 4096));
-  plan.max_final_runs_per_lane = std::max(1, plan.max_final_runs / plan.lanes);
-
-  // After loading, the memory the memtables and background merges used is
-  // free for the merges down to K runs, one per lane at once (within a lane
-  // RocksDB refuses a second merge into level 0 over overlapping keys).
-  plan.post_load_memory = o.write_buffer_size * o.max_write_buffer_number + compaction_memory;
-  plan.merge_down_fan_in = static_cast<int>(std::clamp<uint64_t>(
-      std::min({plan.post_load_memory / plan.lanes / plan.run_resident_bytes,
-                readable_runs / plan.lanes,
-                plan.page_cache_budget / plan.lanes / (plan.min_chunk + plan.lead)}),
-      2, 4096));
-  plan.merge_down_readahead = {
-      FitChunk(Minus(plan.page_cache_budget / plan.lanes / plan.merge_down_fan_in, plan.lead),
-               plan.min_chunk, plan.max_chunk, plan.request_bytes),
-      plan.lead};
 
   // Background merges: each lane's oldest fresh runs, f to F at a time.
   plan.expected_runs =
       input.size_hint == 0 ? 0 : (input.size_hint + o.write_buffer_size - 1) / o.write_buffer_size;
+  const bool planned = input.allow_compaction && input.size_hint != 0 &&
+                       plan.expected_runs > static_cast<uint64_t>(plan.max_final_runs);
   const double ratio = input.size_hint == 0
                            ? 64.0  // Unknown size: plan for data ~64x the final fan-in.
                            : static_cast<double>(plan.expected_runs) / plan.max_final_runs;
@@ -266,6 +250,32 @@ SortPlan MakePlan(const PolicyInput& input) {
       ratio > memory_fan_in_of(plan.background_merges)) {
     plan.background_merges = 2;
   }
+
+  // Lanes: one per thread, at most 4, so that flushes run side by side and
+  // after loading each lane is merged down by its own thread. Where every
+  // fresh run is merged while loading, one per merge at a time instead: the
+  // fresh runs waiting for a merge share the page cache, and split over
+  // more lanes than merges each lane's share holds only about one merge's
+  // width, so the loader waited for every merge (-@ 2 -m 8M on the
+  // realistic input: 41 s of a 79 s load with two lanes, 19 s of 69 s with
+  // one).
+  plan.lanes = planned ? plan.background_merges : std::clamp(threads, 1, 4);
+  plan.max_final_runs_per_lane = std::max(1, plan.max_final_runs / plan.lanes);
+
+  // After loading, the memory the memtables and background merges used is
+  // free for the merges down to K runs, one per lane at once (within a lane
+  // RocksDB refuses a second merge into level 0 over overlapping keys).
+  plan.post_load_memory = o.write_buffer_size * o.max_write_buffer_number + compaction_memory;
+  plan.merge_down_fan_in = static_cast<int>(std::clamp<uint64_t>(
+      std::min({plan.post_load_memory / plan.lanes / plan.run_resident_bytes,
+                readable_runs / plan.lanes,
+                plan.page_cache_budget / plan.lanes / (plan.min_chunk + plan.lead)}),
+      2, 4096));
+  plan.merge_down_readahead = {
+      FitChunk(Minus(plan.page_cache_budget / plan.lanes / plan.merge_down_fan_in, plan.lead),
+               plan.min_chunk, plan.max_chunk, plan.request_bytes),
+      plan.lead};
+
   // Fresh runs must still be in the page cache when they are merged: the
   // loader waits once a lane holds more fresh runs than one merge takes
   // (BackgroundMerger::AwaitBacklog), so what the lanes hold waiting, at
@@ -280,8 +290,7 @@ SortPlan MakePlan(const PolicyInput& input) {
   // in the merge (~45% of their CPU time, profiled at -m 8M). Where some
   // fresh runs may reach the final merge unmerged (size unknown, or no
   // merges planned), they stay compressed.
-  plan.fresh_runs_merged = input.allow_compaction && input.size_hint != 0 &&
-                           plan.expected_runs > static_cast<uint64_t>(plan.max_final_runs);
+  plan.fresh_runs_merged = planned;
   if (plan.fresh_runs_merged) o.compression = rocksdb::kNoCompression;
   const double run_bytes_per_buffered =
       o.compression == rocksdb::kNoCompression ? kRawRunBytesPerBuffered : kRunBytesPerBuffered;

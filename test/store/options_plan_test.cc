@@ -272,6 +272,7 @@ TEST(OptionsPlan, MergesFitTheirMemory) {
   }
 }
 
+// Without merges planned while loading (the size unknown, here).
 TEST(OptionsPlan, OneLanePerThreadUpToFour) {
   for (DiskKind disk : {DiskKind::kSsd, DiskKind::kHdd}) {
     EXPECT_EQ(MakePlan(Input(64 * kMiB, 1, 0, disk)).lanes, 1);
@@ -279,6 +280,25 @@ TEST(OptionsPlan, OneLanePerThreadUpToFour) {
     EXPECT_EQ(MakePlan(Input(64 * kMiB, 3, 0, disk)).lanes, 3);
     EXPECT_EQ(MakePlan(Input(64 * kMiB, 16, 0, disk)).lanes, 4);
   }
+}
+
+// Where every fresh run is merged while loading, a lane per merge at a
+// time: each merge's lane may hold twice the fresh runs a merge of the
+// planned width takes, so the loader goes on while a merge runs.
+TEST(OptionsPlan, PlannedMergesGetALaneEach) {
+  const uint64_t realistic = uint64_t{7187} << 20;  // -@ 2 -m 8M on the realistic input.
+  const SortPlan two = MakePlan(Input(16 * kMiB, 2, realistic, DiskKind::kHdd));
+  ASSERT_EQ(two.compaction, CompactionMode::kPlanned);
+  EXPECT_EQ(two.lanes, two.background_merges);
+  EXPECT_EQ(two.lanes, 1);
+  EXPECT_GE(two.merge_max_fan_in, 2 * two.merge_fan_in);
+  const SortPlan four = MakePlan(Input(32 * kMiB, 4, 4 * realistic, DiskKind::kHdd));
+  ASSERT_EQ(four.compaction, CompactionMode::kPlanned);
+  EXPECT_EQ(four.lanes, four.background_merges);
+  EXPECT_EQ(four.lanes, 2);
+  // Without merges planned, a lane per thread.
+  EXPECT_EQ(MakePlan(Input(16 * kMiB, 2, 0, DiskKind::kHdd)).lanes, 2);
+  EXPECT_EQ(MakePlan(Input(16 * kMiB, 2, 64 * kMiB, DiskKind::kHdd)).lanes, 2);
 }
 
 TEST(OptionsPlan, WholeRequests) {
