@@ -82,8 +82,8 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.create_if_missing = true;
   o.error_if_exists = true;
 
-  // Memtables: one being filled, up to two being flushed, each budget/4, so
-  // memtables stay within 3/4 of the budget. The run memtable (a vector
+  // Memtables: one being filled while one is flushed, each half the budget
+  // (less a batch); the write buffer manager (below) caps them. The run memtable (a vector
   // memtable with a cache-friendly sort, run_memtable.h) appends in O(1) and
   // sorts once at flush time, which is exactly a run-formation sort. Like
   // RocksDB's VectorRep it does not support concurrent inserts (DB::Open
@@ -91,7 +91,10 @@ SortPlan MakePlan(const PolicyInput& input) {
   plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
   o.write_buffer_size =
       std::max<uint64_t>((budget - std::min(budget / 2, plan.batch_bytes)) / 2, 256 * kKiB);
-  o.max_write_buffer_number = 2;
+  // Three per lane, so that the write buffer manager's cap, not the count,
+  // is what stops the loader: the count's own stop logs a warning each time
+  // (hundreds with -v at -m 8M when one lane takes every run).
+  o.max_write_buffer_number = 3;
   o.min_write_buffer_number_to_merge = 1;
   o.memtable_factory = std::make_shared<RunMemTableFactory>();
   o.allow_concurrent_memtable_write = false;
@@ -265,7 +268,7 @@ SortPlan MakePlan(const PolicyInput& input) {
   // After loading, the memory the memtables and background merges used is
   // free for the merges down to K runs, one per lane at once (within a lane
   // RocksDB refuses a second merge into level 0 over overlapping keys).
-  plan.post_load_memory = o.write_buffer_size * o.max_write_buffer_number + compaction_memory;
+  plan.post_load_memory = o.write_buffer_size * 2 + compaction_memory;
   plan.merge_down_fan_in = static_cast<int>(std::clamp<uint64_t>(
       std::min({plan.post_load_memory / plan.lanes / plan.run_resident_bytes,
                 readable_runs / plan.lanes,
@@ -361,10 +364,10 @@ std::string DescribePlan(const SortPlan& plan) {
                             : std::string());
   }
   return absl::StrFormat(
-      "write_buffer_size=%d x %d, %s fresh runs, %s merged runs, %d lane(s), expected runs %s, "
+      "write_buffer_size=%d, %s fresh runs, %s merged runs, %d lane(s), expected runs %s, "
       "compaction %s, merges after loading fan-in <= %d, final merge <= %d runs (chunks of "
       "%d..%d KiB, page cache <= %d MiB)",
-      o.write_buffer_size, o.max_write_buffer_number, RunCompressionName(o.compression),
+      o.write_buffer_size, RunCompressionName(o.compression),
       RunCompressionName(plan.merged_compression), plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       compaction, plan.merge_down_fan_in, plan.max_final_runs, plan.min_chunk / 1024,

@@ -36,8 +36,9 @@ TEST(OptionsPlan, MemtablesAndTheBatchStayWithinTheBudget) {
     SCOPED_TRACE(budget);
     const SortPlan plan = MakePlan(Input(budget, 2));
     // One memtable filling, one being written: half the budget each, less
-    // the batch that spills into a lane's next memtable.
-    EXPECT_EQ(plan.options.max_write_buffer_number, 2);
+    // the batch that spills into a lane's next memtable. The write buffer
+    // manager, not the per-lane count, stops the loader.
+    EXPECT_GT(plan.options.max_write_buffer_number, 2);
     EXPECT_LE(plan.options.write_buffer_size * 2 + plan.batch_bytes, budget);
     EXPECT_GE(plan.options.write_buffer_size * 2 + plan.batch_bytes, budget - 1);
     EXPECT_LE(plan.batch_bytes, budget / 16 + 64 * 1024);
