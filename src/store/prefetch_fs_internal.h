@@ -37,7 +37,8 @@
 // of a few MiB. Only reads that continue the previous one, the reader's
 // scan of the data blocks, release: a table's footer and index at its end
 // are read when it is opened, which is why the store turns this on only
-// where every table stays open (no table cache evictions to reopen one).
+// once the final merge's iterators have opened every run (and they keep
+// them open until they go).
 //
 // Thread-safety: the file system and its files are thread-safe (RocksDB may
 // read one file from several threads); SetReadahead may be called at any
