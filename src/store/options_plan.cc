@@ -22,6 +22,10 @@ constexpr uint64_t kMiB = 1024 * kKiB;
 // and the DB is scratch, so a stall only wastes time.
 constexpr int kNeverStall = 1 << 30;
 
+// The budget is cut into this many memtables: one filling while one is
+// flushed. After loading, the same memory serves the merges down.
+constexpr uint64_t kMemtablesInBudget = 2;
+
 // Lower bound of the final merge's and the background merges' memory: a
 // merge needs two blocks per run whatever the budget, and with a tiny -m a
 // fan-in of 2 or 3 would rewrite the data log2(runs) times (measured: -m 1M
@@ -83,14 +87,15 @@ SortPlan MakePlan(const PolicyInput& input) {
   o.error_if_exists = true;
 
   // Memtables: one being filled while one is flushed, each half the budget
-  // (less a batch); the write buffer manager (below) caps them. The run memtable (a vector
-  // memtable with a cache-friendly sort, run_memtable.h) appends in O(1) and
-  // sorts once at flush time, which is exactly a run-formation sort. Like
-  // RocksDB's VectorRep it does not support concurrent inserts (DB::Open
-  // fails unless allow_concurrent_memtable_write is false).
+  // (less a batch); the write buffer manager (below) caps them. The run
+  // memtable (a vector memtable with a cache-friendly sort, run_memtable.h)
+  // appends in O(1) and sorts once at flush time, which is exactly a
+  // run-formation sort. Like RocksDB's VectorRep it does not support
+  // concurrent inserts (DB::Open fails unless
+  // allow_concurrent_memtable_write is false).
   plan.batch_bytes = std::min<uint64_t>(4 * kMiB, std::max<uint64_t>(budget / 16, 64 * kKiB));
-  o.write_buffer_size =
-      std::max<uint64_t>((budget - std::min(budget / 2, plan.batch_bytes)) / 2, 256 * kKiB);
+  o.write_buffer_size = std::max<uint64_t>(
+      (budget - std::min(budget / 2, plan.batch_bytes)) / kMemtablesInBudget, 256 * kKiB);
   // Three per lane, so that the write buffer manager's cap, not the count,
   // is what stops the loader: the count's own stop logs a warning each time
   // (hundreds with -v at -m 8M when one lane takes every run).
@@ -268,7 +273,7 @@ SortPlan MakePlan(const PolicyInput& input) {
   // After loading, the memory the memtables and background merges used is
   // free for the merges down to K runs, one per lane at once (within a lane
   // RocksDB refuses a second merge into level 0 over overlapping keys).
-  plan.post_load_memory = o.write_buffer_size * 2 + compaction_memory;
+  plan.post_load_memory = o.write_buffer_size * kMemtablesInBudget + compaction_memory;
   plan.merge_down_fan_in = static_cast<int>(std::clamp<uint64_t>(
       std::min({plan.post_load_memory / plan.lanes / plan.run_resident_bytes,
                 readable_runs / plan.lanes,
