@@ -143,10 +143,11 @@ Runs:
                      directory for outputs and temporary files, removed on
                      exit; must be on the disk to emulate
                      [\${TMPDIR:-/tmp}/rocksort-bench]
-  --keep             keep the last run's outputs as DIR/out.NAME.bam, what
-                     each command printed as DIR/log.NAME.txt (pass -v to
-                     rocksort after -- for its statistics) and its timeline
-                     as DIR/timeline.NAME.tsv: per ~1 s, read requests/s,
+  --keep             keep the last run's outputs as DIR/out.NAME.bam, and
+                     for every run what the command printed as
+                     DIR/log.NAME.RUN.txt (pass -v to rocksort after -- for
+                     its statistics) and its timeline as
+                     DIR/timeline.NAME.RUN.tsv: per ~1 s, read requests/s,
                      MiB/s read, cores busy and temporary MiB
   -h, --help         print this help and exit
 EOF

@@ -281,16 +281,18 @@ verify_outputs() {
   ! runs_command copy || echo "  copy: not compared (its records are in input order)"
 }
 
-# Moves the last run's output, log and timeline of every command into the
-# work directory and prints the "== Kept outputs" section.
+# Moves the last run's output, and every run's log and timeline, of every
+# command into the work directory and prints the "== Kept outputs" section.
 keep_outputs() {
-  local name
+  local name run
   echo
   echo "== Kept outputs"
   for name in "${names[@]}"; do
     mv -f -- "$scratch/out.$name.bam" "$workdir/out.$name.bam"
-    mv -f -- "$scratch/log.$name.$runs" "$workdir/log.$name.txt"
-    mv -f -- "$scratch/timeline.$name.$runs" "$workdir/timeline.$name.tsv"
-    echo "  $workdir/out.$name.bam, $workdir/log.$name.txt, $workdir/timeline.$name.tsv"
+    for ((run = 1; run <= runs; run++)); do
+      mv -f -- "$scratch/log.$name.$run" "$workdir/log.$name.$run.txt"
+      mv -f -- "$scratch/timeline.$name.$run" "$workdir/timeline.$name.$run.tsv"
+    done
+    echo "  $workdir/out.$name.bam, $workdir/log.$name.RUN.txt, $workdir/timeline.$name.RUN.tsv (RUN 1..$runs)"
   done
 }
