@@ -22,7 +22,8 @@ build="$repo/build"
 
 packages=(
   build-essential cmake pkg-config
-  librocksdb-dev libsnappy-dev libhts-dev libdeflate-dev libabsl-dev libgtest-dev
+  librocksdb-dev libsnappy-dev liblz4-dev libzstd-dev libxxhash-dev libhts-dev libdeflate-dev
+  libabsl-dev libgtest-dev
   samtools time
 )
 # The sanitizer and fuzzing runs of the test mode build with clang's runtimes;

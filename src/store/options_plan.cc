@@ -189,6 +189,10 @@ SortPlan MakePlan(const PolicyInput& input) {
   // XXH3: Debian's portable RocksDB build computes CRC32c in software
   // (Slow_CRC32 showed up at 2% of all CPU in profiles); XXH3 is far faster.
   table.checksum = rocksdb::kXXH3;
+  // The final merge reads the runs' blocks itself (run_reader_internal.h),
+  // in this format version's layout: pinned, not left to RocksDB's default.
+  table.format_version = 5;
+  table.index_type = rocksdb::BlockBasedTableOptions::kBinarySearch;
   // RocksDB never reads ahead itself (neither a buffer per run nor its
   // implicit readahead): store/prefetch_fs_internal.h keeps each run's
   // reader a chunk ahead in the page cache.

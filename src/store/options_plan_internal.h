@@ -95,7 +95,7 @@ struct SortPlan {
   // get the runs in turn, and their flushes run side by side. Each lane is
   // its own level-0 LSM, so after loading one merge per lane can run at
   // once (RocksDB refuses two merges into the same level over overlapping
-  // keys within one family). The emit phase merges the lanes' iterators.
+  // keys within one family). The final merge reads every lane's runs.
   int lanes = 1;
   // Whether runs are merged while loading (BackgroundMerger; RocksDB's own
   // compaction is always off: disable_auto_compactions).

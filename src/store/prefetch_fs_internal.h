@@ -37,7 +37,7 @@
 // of a few MiB. Only reads that continue the previous one, the reader's
 // scan of the data blocks, release: a table's footer and index at its end
 // are read when it is opened, which is why the store turns this on only
-// once the final merge's iterators have opened every run (and they keep
+// once the final merge's cursors have opened every run (and they keep
 // them open until they go).
 //
 // Thread-safety: the file system and its files are thread-safe (RocksDB may

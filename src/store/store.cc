@@ -28,7 +28,6 @@
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
-#include "rocksdb/iterator.h"
 #include "rocksdb/listener.h"
 #include "rocksdb/sst_file_manager.h"
 #include "rocksdb/write_batch.h"
@@ -38,6 +37,7 @@
 #include "store/options_plan_internal.h"
 #include "store/prefetch_fs_internal.h"
 #include "store/rocksdb_log_internal.h"
+#include "store/run_reader_internal.h"
 #include "store/scratch_fs_internal.h"
 #include "store/temp_db_internal.h"
 
@@ -187,57 +187,6 @@ absl::StatusOr<int> MergeDownLanes(rocksdb::DB* db,
   if (!failure.ok()) return failure;
   return merges;
 }
-
-// Merges the lanes' iterators by key. A few lanes at most: a linear scan for
-// the smallest key is cheaper than a heap (one 16-byte memcmp per record
-// for two lanes).
-class LaneMergeReader : public SortedReader {
- public:
-  LaneMergeReader(std::vector<std::unique_ptr<rocksdb::Iterator>> lanes, size_t readahead)
-      : lanes_(std::move(lanes)), readahead_(readahead) {
-    for (const auto& it : lanes_) it->SeekToFirst();
-  }
-
-  bool Next(absl::string_view* value) override {
-    if (current_ != nullptr) {
-      current_->Next();
-      // A lane that ends on an error fails the read now, not after the
-      // other lanes were read.
-      if (!current_->Valid() && !current_->status().ok()) return Fail(current_->status());
-    }
-    current_ = nullptr;
-    for (const auto& it : lanes_) {
-      if (it->Valid() && (current_ == nullptr || it->key().compare(current_->key()) < 0)) {
-        current_ = it.get();
-      }
-    }
-    if (current_ == nullptr) {
-      for (const auto& it : lanes_) {
-        if (!it->status().ok()) return Fail(it->status());
-      }
-      return false;
-    }
-    const rocksdb::Slice v = current_->value();
-    *value = absl::string_view(v.data(), v.size());
-    return true;
-  }
-
-  absl::Status status() const override { return status_; }
-  size_t readahead() const override { return readahead_; }
-
- private:
-  bool Fail(const rocksdb::Status& s) {
-    status_ =
-        absl::InternalError(absl::StrCat("reading the temporary database failed: ", s.ToString()));
-    current_ = nullptr;
-    return false;
-  }
-
-  std::vector<std::unique_ptr<rocksdb::Iterator>> lanes_;
-  const size_t readahead_;
-  rocksdb::Iterator* current_ = nullptr;
-  absl::Status status_;
-};
 
 }  // namespace
 
@@ -421,29 +370,26 @@ class TempStore::Impl {
   }
 
   absl::StatusOr<std::unique_ptr<SortedReader>> NewReader() {
-    rocksdb::ReadOptions read_options;
-    read_options.fill_cache = false;  // Every block is read once.
-    read_options.verify_checksums = true;
-    read_options.readahead_size = 0;  // The prefetch file system reads ahead.
+    // Every run of every lane, each read by a cursor of its own and merged
+    // by one loser tree (run_reader_internal.h), not by DB iterators.
     prefetch_fs_->SetReadahead(final_readahead_.chunk, final_readahead_.lead);
-    read_options.async_io = false;
-    std::vector<rocksdb::Iterator*> raw;
-    if (rocksdb::Status s = db()->NewIterators(read_options, lanes(), &raw); !s.ok()) {
-      return FromRocks("reading the temporary database failed", s);
+    std::vector<std::unique_ptr<RunCursor>> runs;
+    for (rocksdb::ColumnFamilyHandle* lane : lanes()) {
+      for (const rocksdb::SstFileMetaData& run : SortedRuns(db(), lane)) {
+        ASSIGN_OR_RETURN(std::unique_ptr<RunCursor> cursor,
+                         RunCursor::Open(prefetch_fs_.get(), run.db_path + run.name));
+        runs.push_back(std::move(cursor));
+      }
     }
     // The final merge reads each run once, front to back, and the runs go
     // after it: what it has passed is freed as it goes (scratch_fs_internal.h).
-    // Every run is a level-0 table, which the iterators opened (footer and
-    // index read) and keep open until they go: from here on only data
-    // blocks are read.
+    // Every cursor has read its run's footer and index: from here on only
+    // data blocks are read.
     prefetch_fs_->SetReleaseBehind(
         kReleaseLag, [fs = scratch_fs_](const std::string& path, uint64_t offset, uint64_t length) {
           fs->ReleaseRange(path, offset, length);
         });
-    std::vector<std::unique_ptr<rocksdb::Iterator>> iterators;
-    for (rocksdb::Iterator* it : raw) iterators.emplace_back(it);
-    return std::unique_ptr<SortedReader>(
-        new LaneMergeReader(std::move(iterators), report_.final_readahead));
+    return std::unique_ptr<SortedReader>(new RunMerger(std::move(runs), report_.final_readahead));
   }
 
   absl::Status Destroy() {

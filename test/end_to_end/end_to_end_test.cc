@@ -147,8 +147,10 @@ TEST_F(EndToEndTest, NoCompactionReadsEveryRunAtTheEndAndMatchesSamtools) {
   EXPECT_NE(json.find("\"adaptive_compaction_started\": false"), std::string::npos) << json;
   EXPECT_EQ(NumberAfter(json, "\"intermediate_merges\": "), 0) << json;
   EXPECT_NE(json.find("\"write_amplification\": 1.000"), std::string::npos) << json;
+  // How many runs the flushes make depends on when they run: 18 to 30 on
+  // two busy or idle cores.
   const int flushed = NumberAfter(json, "\"runs_flushed\": ");
-  EXPECT_GT(flushed, 20) << json;
+  EXPECT_GT(flushed, 10) << json;
   EXPECT_EQ(NumberAfter(json, "\"runs_at_final_merge\": "), flushed) << json;
 }
 

@@ -1,0 +1,384 @@
+// File: store/run_reader.cc
+// See run_reader_internal.h for the layout read here and why.
+#include "store/run_reader_internal.h"
+
+#include <lz4.h>
+#include <snappy-c.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/coding.h"
+#include "rocksdb/compression_type.h"
+#include "rocksdb/table.h"
+
+namespace rocksort::store {
+namespace {
+
+// The block-based table format (RocksDB 7.8: table/format.h and format.cc).
+constexpr uint64_t kBlockBasedTableMagic = 0x88e241b785f4cff7ull;
+constexpr size_t kFooterSize = 53;       // The footer of format versions 1..5.
+constexpr size_t kFooterVersionAt = 41;  // After the checksum type, two handles, padding.
+constexpr size_t kBlockTrailerSize = 5;  // Compression type, fixed32 checksum.
+// The format version the options plan writes; 4 and 5 encode blocks alike.
+constexpr uint32_t kMinFormatVersion = 4;
+constexpr uint32_t kMaxFormatVersion = 5;
+// The value type of a Put in an internal key's trailer.
+constexpr uint8_t kTypeValue = 1;
+constexpr size_t kInternalKeyTrailer = 8;
+// A data block's restart count shares its fixed32 with the hash-index flag.
+constexpr uint32_t kHashIndexFlag = 1u << 31;
+
+uint64_t GetLittleEndian64(const char* in) {
+  uint64_t v;
+  std::memcpy(&v, in, 8);
+  return v;
+}
+
+// LevelDB's varints: 7 bits a byte, least significant first, the high bit
+// set on every byte but the last. Return the byte after, or nullptr when
+// the bytes up to `limit` do not hold one.
+const char* GetVarint64(const char* p, const char* limit, uint64_t* value) {
+  uint64_t result = 0;
+  for (uint32_t shift = 0; shift <= 63 && p < limit; shift += 7) {
+    const uint64_t byte = static_cast<uint8_t>(*p++);
+    result |= (byte & 0x7f) << shift;
+    if (byte < 0x80) {
+      *value = result;
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+const char* GetVarint32(const char* p, const char* limit, uint32_t* value) {
+  uint64_t v = 0;
+  p = GetVarint64(p, limit, &v);
+  if (p == nullptr || v > UINT32_MAX) return nullptr;
+  *value = static_cast<uint32_t>(v);
+  return p;
+}
+
+// The block checksum of kXXH3 (RocksDB's ComputeBuiltinChecksumWithLastByte):
+// the low 32 bits of XXH3 over the contents, mixed with the type byte.
+uint32_t Xxh3BlockChecksum(const char* contents, size_t size, char type) {
+  constexpr uint32_t kRandomPrime = 0x6b9083d9;
+  const auto v = static_cast<uint32_t>(XXH3_64bits(contents, size));
+  return v ^ (static_cast<uint32_t>(static_cast<uint8_t>(type)) * kRandomPrime);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RunCursor>> RunCursor::Open(rocksdb::FileSystem* fs,
+                                                           const std::string& path) {
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+  rocksdb::IOStatus s = fs->NewRandomAccessFile(path, rocksdb::FileOptions(), &file, nullptr);
+  uint64_t size = 0;
+  if (s.ok()) s = fs->GetFileSize(path, rocksdb::IOOptions(), &size, nullptr);
+  if (!s.ok()) return absl::InternalError(absl::StrCat("opening ", path, ": ", s.ToString()));
+  std::unique_ptr<RunCursor> cursor(new RunCursor(path, std::move(file)));
+  if (absl::Status st = cursor->ReadFooterAndIndex(size); !st.ok()) return st;
+  return cursor;
+}
+
+absl::Status RunCursor::Corrupt(absl::string_view what) const {
+  return absl::DataLossError(absl::StrCat(path_, ": ", what));
+}
+
+absl::Status RunCursor::ReadFooterAndIndex(uint64_t file_size) {
+  if (file_size < kFooterSize) return Corrupt("too short for a table's footer");
+  char footer[kFooterSize];
+  rocksdb::Slice read;
+  const rocksdb::IOStatus s = file_->Read(file_size - kFooterSize, kFooterSize,
+                                          rocksdb::IOOptions(), &read, footer, nullptr);
+  if (!s.ok()) return absl::InternalError(absl::StrCat("reading ", path_, ": ", s.ToString()));
+  if (read.size() != kFooterSize) return Corrupt("short read of the footer");
+  const char* f = read.data();
+  if (GetLittleEndian64(f + kFooterSize - 8) != kBlockBasedTableMagic) {
+    return Corrupt("not a block-based table (bad magic number)");
+  }
+  const uint32_t version = GetLittleEndian32(f + kFooterVersionAt);
+  if (version < kMinFormatVersion || version > kMaxFormatVersion) {
+    return Corrupt(absl::StrCat("table format version ", version, " (expected ",
+                                kMinFormatVersion, "..", kMaxFormatVersion, ")"));
+  }
+  if (static_cast<uint8_t>(f[0]) != rocksdb::kXXH3) {
+    return Corrupt(absl::StrCat("checksum type ", static_cast<int>(f[0]), " (expected XXH3)"));
+  }
+  const char* const end = f + kFooterVersionAt;
+  uint64_t unused = 0;
+  BlockHandle index{};
+  const char* p = GetVarint64(f + 1, end, &unused);  // The metaindex handle.
+  if (p != nullptr) p = GetVarint64(p, end, &unused);
+  if (p != nullptr) p = GetVarint64(p, end, &index.offset);
+  if (p != nullptr) p = GetVarint64(p, end, &index.size);
+  if (p == nullptr || index.offset + index.size + kBlockTrailerSize > file_size - kFooterSize) {
+    return Corrupt("bad index handle in the footer");
+  }
+  absl::string_view contents;
+  if (absl::Status st = ReadBlock(index, &contents); !st.ok()) return st;
+  return ParseIndex(contents);
+}
+
+absl::Status RunCursor::ReadBlock(const BlockHandle& handle, absl::string_view* contents) {
+  block_offset_ = handle.offset;
+  const size_t n = handle.size + kBlockTrailerSize;
+  char* const scratch = raw_.Reserve(n);
+  rocksdb::Slice read;
+  const rocksdb::IOStatus s =
+      file_->Read(handle.offset, n, rocksdb::IOOptions(), &read, scratch, nullptr);
+  if (!s.ok()) {
+    return absl::InternalError(absl::StrCat("reading ", path_, " at offset ", handle.offset,
+                                            ": ", s.ToString()));
+  }
+  if (read.size() != n) {
+    return Corrupt(absl::StrCat("short read of the block at offset ", handle.offset));
+  }
+  const char* const data = read.data();
+  const size_t size = handle.size;
+  const char type = data[size];
+  if (GetLittleEndian32(data + size + 1) != Xxh3BlockChecksum(data, size, type)) {
+    return Corrupt(absl::StrCat("checksum mismatch in the block at offset ", handle.offset));
+  }
+  switch (static_cast<uint8_t>(type)) {
+    case rocksdb::kNoCompression:
+      *contents = absl::string_view(data, size);
+      return absl::OkStatus();
+    case rocksdb::kSnappyCompression: {
+      size_t unpacked = 0;
+      if (snappy_uncompressed_length(data, size, &unpacked) != SNAPPY_OK) break;
+      char* const out = unpacked_.Reserve(unpacked);
+      if (snappy_uncompress(data, size, out, &unpacked) != SNAPPY_OK) break;
+      *contents = absl::string_view(out, unpacked);
+      return absl::OkStatus();
+    }
+    case rocksdb::kLZ4Compression:
+    case rocksdb::kLZ4HCCompression:
+    case rocksdb::kZSTD: {
+      // Format version 2 of compressed blocks: the contents' size, then the
+      // compressed bytes.
+      uint32_t unpacked = 0;
+      const char* p = GetVarint32(data, data + size, &unpacked);
+      if (p == nullptr) break;
+      const size_t packed = size - (p - data);
+      char* const out = unpacked_.Reserve(unpacked);
+      if (static_cast<uint8_t>(type) == rocksdb::kZSTD) {
+        const size_t got = ZSTD_decompress(out, unpacked, p, packed);
+        if (ZSTD_isError(got) || got != unpacked) break;
+      } else {
+        if (packed > INT32_MAX || unpacked > INT32_MAX) break;
+        const int got = LZ4_decompress_safe(p, out, static_cast<int>(packed),
+                                            static_cast<int>(unpacked));
+        if (got != static_cast<int>(unpacked)) break;
+      }
+      *contents = absl::string_view(out, unpacked);
+      return absl::OkStatus();
+    }
+    default:
+      return Corrupt(absl::StrCat("block at offset ", handle.offset, " has compression type ",
+                                  static_cast<int>(static_cast<uint8_t>(type)),
+                                  ", which rocksort does not write"));
+  }
+  return Corrupt(absl::StrCat("the block at offset ", handle.offset, " does not decompress"));
+}
+
+absl::Status RunCursor::ParseIndex(absl::string_view index) {
+  if (index.size() < 4) return Corrupt("index block too short");
+  const char* const base = index.data();
+  const uint32_t restarts = GetLittleEndian32(base + index.size() - 4);
+  if (restarts == 0 || restarts & kHashIndexFlag ||
+      (static_cast<uint64_t>(restarts) + 1) * 4 > index.size()) {
+    return Corrupt("bad restart array in the index block");
+  }
+  const char* const restart_array = base + index.size() - 4 - 4 * static_cast<size_t>(restarts);
+  // An entry whose key shares no bytes with the previous one (every restart
+  // point) holds a full handle; the others, the size's difference from the
+  // previous block's (zigzag), at the offset after it and its trailer.
+  const char* p = base;
+  while (p < restart_array) {
+    uint32_t shared = 0;
+    uint32_t non_shared = 0;
+    p = GetVarint32(p, restart_array, &shared);
+    if (p != nullptr) p = GetVarint32(p, restart_array, &non_shared);
+    if (p == nullptr || non_shared > static_cast<size_t>(restart_array - p)) {
+      return Corrupt("bad entry in the index block");
+    }
+    p += non_shared;  // The key: a separator, not needed to read in order.
+    BlockHandle handle{};
+    if (shared == 0) {
+      p = GetVarint64(p, restart_array, &handle.offset);
+      if (p != nullptr) p = GetVarint64(p, restart_array, &handle.size);
+    } else if (!blocks_.empty()) {
+      uint64_t zigzag = 0;
+      p = GetVarint64(p, restart_array, &zigzag);
+      const int64_t delta = static_cast<int64_t>(zigzag >> 1) ^ -static_cast<int64_t>(zigzag & 1);
+      const BlockHandle& previous = blocks_.back();
+      handle.offset = previous.offset + previous.size + kBlockTrailerSize;
+      handle.size = previous.size + delta;
+    } else {
+      p = nullptr;
+    }
+    if (p == nullptr) return Corrupt("bad block handle in the index block");
+    // Data blocks are contiguous from the start of the file.
+    const uint64_t expected =
+        blocks_.empty() ? 0 : blocks_.back().offset + blocks_.back().size + kBlockTrailerSize;
+    if (handle.offset != expected) {
+      return Corrupt(absl::StrCat("index names a block at offset ", handle.offset,
+                                  ", expected one at ", expected));
+    }
+    blocks_.push_back(handle);
+  }
+  return absl::OkStatus();
+}
+
+bool RunCursor::Fail(absl::Status status) {
+  status_ = std::move(status);
+  p_ = limit_ = nullptr;
+  next_block_ = blocks_.size();
+  return false;
+}
+
+bool RunCursor::LoadNextBlock() {
+  while (next_block_ < blocks_.size()) {
+    absl::string_view contents;
+    if (absl::Status s = ReadBlock(blocks_[next_block_++], &contents); !s.ok()) {
+      return Fail(std::move(s));
+    }
+    if (contents.size() < 4) return Fail(Corrupt("data block too short"));
+    const uint32_t restarts = GetLittleEndian32(contents.data() + contents.size() - 4);
+    if (restarts & kHashIndexFlag || (static_cast<uint64_t>(restarts) + 1) * 4 > contents.size()) {
+      return Fail(Corrupt(absl::StrCat("bad restart array in the block at offset ",
+                                       block_offset_)));
+    }
+    p_ = contents.data();
+    limit_ = contents.data() + contents.size() - 4 - 4 * static_cast<size_t>(restarts);
+    if (p_ < limit_) return true;  // An empty block is skipped.
+  }
+  p_ = limit_ = nullptr;
+  return false;
+}
+
+bool RunCursor::Next() {
+  if (p_ >= limit_ && !LoadNextBlock()) return false;
+  uint32_t shared = static_cast<uint8_t>(p_[0]);
+  uint32_t non_shared = 0;
+  uint32_t value_size = 0;
+  const char* p = p_;
+  if (limit_ - p >= 3 && (shared | static_cast<uint8_t>(p[1]) | static_cast<uint8_t>(p[2])) < 0x80) {
+    non_shared = static_cast<uint8_t>(p[1]);
+    value_size = static_cast<uint8_t>(p[2]);
+    p += 3;
+  } else {
+    p = GetVarint32(p, limit_, &shared);
+    if (p != nullptr) p = GetVarint32(p, limit_, &non_shared);
+    if (p != nullptr) p = GetVarint32(p, limit_, &value_size);
+  }
+  if (p == nullptr || shared > key_size_ ||
+      static_cast<uint64_t>(non_shared) + value_size > static_cast<size_t>(limit_ - p)) {
+    return Fail(Corrupt(absl::StrCat("bad entry in the block at offset ", block_offset_)));
+  }
+  key_size_ = shared + non_shared;
+  char* const key = key_buffer_.Reserve(key_size_, shared);
+  std::memcpy(key + shared, p, non_shared);
+  p += non_shared;
+  if (key_size_ < kInternalKeyTrailer ||
+      static_cast<uint8_t>(key[key_size_ - kInternalKeyTrailer]) != kTypeValue) {
+    return Fail(Corrupt(absl::StrCat("an entry in the block at offset ", block_offset_,
+                                     " is not a value")));
+  }
+  key_ = absl::string_view(key, key_size_ - kInternalKeyTrailer);
+  value_ = absl::string_view(p, value_size);
+  p_ = p + value_size;
+  return true;
+}
+
+RunMerger::RunMerger(std::vector<std::unique_ptr<RunCursor>> runs, size_t readahead)
+    : runs_(std::move(runs)),
+      prefix_(runs_.size(), UINT64_MAX),
+      ended_(runs_.size(), 1),
+      tree_(std::max<size_t>(runs_.size(), 1), 0),
+      readahead_(readahead) {}
+
+bool RunMerger::Advance(int i) {
+  RunCursor& run = *runs_[i];
+  if (!run.Next()) {
+    ended_[i] = 1;
+    prefix_[i] = UINT64_MAX;
+    if (!run.status().ok()) {
+      status_ = absl::Status(run.status().code(),
+                             absl::StrCat("reading the temporary database failed: ",
+                                          run.status().message()));
+      return false;
+    }
+    return true;
+  }
+  ended_[i] = 0;
+  const absl::string_view key = run.key();
+  if (key.size() >= 8) {
+    prefix_[i] = GetBigEndian64(key.data());
+  } else {
+    char padded[8] = {};
+    std::memcpy(padded, key.data(), key.size());
+    prefix_[i] = GetBigEndian64(padded);
+  }
+  return true;
+}
+
+bool RunMerger::Before(int a, int b) const {
+  // An ended run's prefix is the largest, so the prefixes alone decide
+  // against it unless a live key's prefix is all 0xff too.
+  if (prefix_[a] != prefix_[b]) return prefix_[a] < prefix_[b];
+  if (ended_[a] || ended_[b]) return !ended_[a] && ended_[b];
+  return runs_[a]->key() < runs_[b]->key();
+}
+
+void RunMerger::Build() {
+  const int k = static_cast<int>(runs_.size());
+  if (k <= 1) {
+    tree_[0] = 0;
+    return;
+  }
+  // winner[n]: the run that wins node n's subtree; leaves are k + i.
+  std::vector<int> winner(k);
+  for (int n = k - 1; n >= 1; --n) {
+    const int left = 2 * n < k ? winner[2 * n] : 2 * n - k;
+    const int right = 2 * n + 1 < k ? winner[2 * n + 1] : 2 * n + 1 - k;
+    const bool left_wins = !Before(right, left);
+    winner[n] = left_wins ? left : right;
+    tree_[n] = left_wins ? right : left;
+  }
+  tree_[0] = winner[1];
+}
+
+void RunMerger::Replay(int run) {
+  const int k = static_cast<int>(runs_.size());
+  int current = run;
+  for (int n = (run + k) / 2; n >= 1; n /= 2) {
+    if (Before(tree_[n], current)) std::swap(tree_[n], current);
+  }
+  tree_[0] = current;
+}
+
+bool RunMerger::Next(absl::string_view* value) {
+  if (runs_.empty() || !status_.ok()) return false;
+  if (!started_) {
+    started_ = true;
+    for (int i = 0; i < static_cast<int>(runs_.size()); ++i) {
+      if (!Advance(i)) return false;
+    }
+    Build();
+  } else {
+    const int last = tree_[0];
+    if (!Advance(last)) return false;
+    Replay(last);
+  }
+  const int winner = tree_[0];
+  if (ended_[winner]) return false;
+  *value = runs_[winner]->value();
+  return true;
+}
+
+}  // namespace rocksort::store

@@ -1,0 +1,177 @@
+// File: store/run_reader_internal.h  (internal to store/ and its tests)
+// -----------------------------------------------------------------------------
+// The final merge: every sorted run read front to back by a cursor of our
+// own, merged by a loser tree.
+//
+// Why not RocksDB's iterators: on two cores the emit phase is CPU-bound,
+// and every CPU second its merging thread spends is taken from the
+// compressors. Through a DB iterator each record passes a DBIter, a
+// MergingIterator heap of every run and a block-based table iterator per
+// run; Debian's RocksDB is built with its assertions on, so each step also
+// re-checks its children's status. Those layers were about three fifths of
+// the merging thread in profiles. What the final merge needs is far less:
+// every run is read once, in order, every key is unique and every entry a
+// plain value (the loader only puts).
+//
+// RunCursor reads one run, a table file the store wrote with the options
+// plan's table options (options_plan.cc: block-based format version 5,
+// XXH3 block checksums, one binary-search index block). It reads the footer
+// and the index when it opens, then each data block in order: checksum
+// verified, decompressed (LZ4, Snappy, ZSTD or stored as is) into a buffer
+// it owns, entries decoded in place. A run in any other shape (format
+// version, checksum type, compression, index kind, an entry that is not a
+// value) is an error naming the file, never a guess. The layout it reads is
+// RocksDB's documented block-based table format:
+//
+//   file    = data block* meta blocks* metaindex block, index block, footer
+//   block   = contents, type (1 byte: compression), checksum (fixed32)
+//   footer  = checksum type (1), metaindex handle, index handle (varint64
+//             offset and size each), zero padding to 41 bytes,
+//             format version (fixed32), magic (fixed64): 53 bytes
+//   entry   = shared, non_shared, value_length (varint32 each),
+//             key[shared..] (non_shared bytes), value
+//             then the restart array (fixed32 each) and its count (fixed32)
+//   index entries (format version >= 4): shared, non_shared, key delta,
+//             then at a restart point a full handle, elsewhere the size's
+//             difference from the previous one (zigzag varint64), the
+//             offset following the previous block and its trailer
+//   key     = user key, then fixed64 (sequence << 8 | type)
+//
+// Reads go through the store's prefetching file system, as RocksDB's did:
+// each run's next chunk is in the page cache before the cursor needs it,
+// and what it has passed is released behind it.
+//
+// Memory per run: its index (16 bytes a block), the block as read and, for
+// a compressed block, its decompressed contents: the two blocks per run the
+// options plan counts for the final merge.
+//
+// RunMerger merges the cursors of every run, of every lane, with a loser
+// tree (one comparison per level per record) on the keys' first 8 bytes,
+// cached as an integer, then the whole key where those tie.
+//
+// Thread-safety: none; one thread uses a cursor or a merger.
+#ifndef ROCKSORT_STORE_RUN_READER_INTERNAL_H_
+#define ROCKSORT_STORE_RUN_READER_INTERNAL_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "rocksdb/file_system.h"
+#include "store/store.h"
+
+namespace rocksort::store {
+
+// A growable byte buffer that does not initialize what it allocates.
+class ByteBuffer {
+ public:
+  // Returns room for `n` bytes, keeping the first `keep` (<= n) of what
+  // it held.
+  char* Reserve(size_t n, size_t keep = 0) {
+    if (n > capacity_) {
+      capacity_ = std::max(n, capacity_ + capacity_ / 2);
+      std::unique_ptr<char[]> grown(new char[capacity_]);
+      if (keep > 0) std::memcpy(grown.get(), data_.get(), keep);
+      data_ = std::move(grown);
+    }
+    return data_.get();
+  }
+  char* data() const { return data_.get(); }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t capacity_ = 0;
+};
+
+class RunCursor {
+ public:
+  // Opens the run at `path` through `fs` and reads its footer and index.
+  // Errors name the file.
+  static absl::StatusOr<std::unique_ptr<RunCursor>> Open(rocksdb::FileSystem* fs,
+                                                         const std::string& path);
+
+  // Moves to the next entry (the first, on the first call). Returns false
+  // at the end of the run or on an error (then status() says which).
+  bool Next();
+  // The entry's user key and value. Valid until the next call to Next().
+  absl::string_view key() const { return key_; }
+  absl::string_view value() const { return value_; }
+  const absl::Status& status() const { return status_; }
+
+  // Data blocks in the run.
+  size_t blocks() const { return blocks_.size(); }
+
+ private:
+  struct BlockHandle {
+    uint64_t offset;
+    uint64_t size;  // Without the trailer.
+  };
+
+  RunCursor(std::string path, std::unique_ptr<rocksdb::FSRandomAccessFile> file)
+      : path_(std::move(path)), file_(std::move(file)) {}
+
+  absl::Status ReadFooterAndIndex(uint64_t file_size);
+  // Reads the block at `handle`, verifies its checksum and points *contents
+  // at its decompressed contents, in raw_ or unpacked_.
+  absl::Status ReadBlock(const BlockHandle& handle, absl::string_view* contents);
+  absl::Status ParseIndex(absl::string_view index);
+  // Reads the next data block into p_/limit_. False at the end or on an error.
+  bool LoadNextBlock();
+  bool Fail(absl::Status status);
+  absl::Status Corrupt(absl::string_view what) const;
+
+  const std::string path_;
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file_;
+  std::vector<BlockHandle> blocks_;
+  size_t next_block_ = 0;
+  uint64_t block_offset_ = 0;  // Of the current block, for messages.
+  ByteBuffer raw_;             // A block as read: contents and trailer.
+  ByteBuffer unpacked_;        // A compressed block's contents.
+  const char* p_ = nullptr;    // The current block's next entry.
+  const char* limit_ = nullptr;  // The end of its entries.
+  ByteBuffer key_buffer_;        // The current internal key.
+  size_t key_size_ = 0;
+  absl::string_view key_;
+  absl::string_view value_;
+  absl::Status status_;
+};
+
+class RunMerger : public SortedReader {
+ public:
+  // Merges `runs` (opened, not yet read) by key. `readahead` is what
+  // readahead() reports.
+  RunMerger(std::vector<std::unique_ptr<RunCursor>> runs, size_t readahead);
+
+  bool Next(absl::string_view* value) override;
+  absl::Status status() const override { return status_; }
+  size_t readahead() const override { return readahead_; }
+
+ private:
+  // Steps run i; false on its error (status_ set).
+  bool Advance(int i);
+  // Whether run a's entry sorts before run b's; a run at its end sorts last.
+  bool Before(int a, int b) const;
+  void Build();
+  void Replay(int run);
+
+  std::vector<std::unique_ptr<RunCursor>> runs_;
+  std::vector<uint64_t> prefix_;  // Each run's key's first 8 bytes, big-endian.
+  std::vector<char> ended_;
+  // tree_[0] is the winner; tree_[1..k) the losers of the matches, node n
+  // playing nodes 2n and 2n+1, run i the leaf k + i.
+  std::vector<int> tree_;
+  bool started_ = false;
+  const size_t readahead_;
+  absl::Status status_;
+};
+
+}  // namespace rocksort::store
+
+#endif  // ROCKSORT_STORE_RUN_READER_INTERNAL_H_
