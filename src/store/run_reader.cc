@@ -79,6 +79,10 @@ absl::StatusOr<std::unique_ptr<RunCursor>> RunCursor::Open(rocksdb::FileSystem* 
   uint64_t size = 0;
   if (s.ok()) s = fs->GetFileSize(path, rocksdb::IOOptions(), &size, nullptr);
   if (!s.ok()) return absl::InternalError(absl::StrCat("opening ", path, ": ", s.ToString()));
+  // As RocksDB opens every table (advise_random_on_open): the prefetching
+  // file system reads ahead, and the kernel's own readahead on top would
+  // split its requests.
+  file->Hint(rocksdb::FSRandomAccessFile::kRandom);
   std::unique_ptr<RunCursor> cursor(new RunCursor(path, std::move(file)));
   if (absl::Status st = cursor->ReadFooterAndIndex(size); !st.ok()) return st;
   return cursor;
