@@ -7,11 +7,14 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/coding.h"
+#include "common/status_macros.h"
 #include "rocksdb/compression_type.h"
 #include "rocksdb/table.h"
 
@@ -23,6 +26,9 @@ constexpr uint64_t kBlockBasedTableMagic = 0x88e241b785f4cff7ull;
 constexpr size_t kFooterSize = 53;       // The footer of format versions 1..5.
 constexpr size_t kFooterVersionAt = 41;  // After the checksum type, two handles, padding.
 constexpr size_t kBlockTrailerSize = 5;  // Compression type, fixed32 checksum.
+// One read of a run's tail holds the footer and, but in very large runs,
+// the index (~40 bytes per 64 KiB block: 6,500 blocks).
+constexpr uint64_t kTailReadBytes = 256 * 1024;
 // The format version the options plan writes; 4 and 5 encode blocks alike.
 constexpr uint32_t kMinFormatVersion = 4;
 constexpr uint32_t kMaxFormatVersion = 5;
@@ -70,47 +76,168 @@ uint32_t Xxh3BlockChecksum(const char* contents, size_t size, char type) {
   return v ^ (static_cast<uint32_t>(static_cast<uint8_t>(type)) * kRandomPrime);
 }
 
+
+using BlockHandle = RunIndex::BlockHandle;
+
+absl::Status Corrupt(absl::string_view path, absl::string_view what) {
+  return absl::DataLossError(absl::StrCat(path, ": ", what));
+}
+
+absl::Status ReadError(absl::string_view path, uint64_t offset, const rocksdb::IOStatus& s) {
+  return absl::InternalError(
+      absl::StrCat("reading ", path, " at offset ", offset, ": ", s.ToString()));
+}
+
+// Verifies the checksum of the block at `handle`, whose contents and
+// trailer are at `data`, and points *contents at its decompressed
+// contents: in `data` when stored as is, else in *unpacked.
+absl::Status DecodeBlock(absl::string_view path, const BlockHandle& handle, const char* data,
+                         ByteBuffer* unpacked, absl::string_view* contents) {
+  const size_t size = handle.size;
+  const char type = data[size];
+  if (GetLittleEndian32(data + size + 1) != Xxh3BlockChecksum(data, size, type)) {
+    return Corrupt(path, absl::StrCat("checksum mismatch in the block at offset ", handle.offset));
+  }
+  switch (static_cast<uint8_t>(type)) {
+    case rocksdb::kNoCompression:
+      *contents = absl::string_view(data, size);
+      return absl::OkStatus();
+    case rocksdb::kSnappyCompression: {
+      size_t n = 0;
+      if (snappy_uncompressed_length(data, size, &n) != SNAPPY_OK) break;
+      char* const out = unpacked->Reserve(n);
+      if (snappy_uncompress(data, size, out, &n) != SNAPPY_OK) break;
+      *contents = absl::string_view(out, n);
+      return absl::OkStatus();
+    }
+    case rocksdb::kLZ4Compression:
+    case rocksdb::kLZ4HCCompression:
+    case rocksdb::kZSTD: {
+      // Format version 2 of compressed blocks: the contents' size, then the
+      // compressed bytes.
+      uint32_t n = 0;
+      const char* p = GetVarint32(data, data + size, &n);
+      if (p == nullptr) break;
+      const size_t packed = size - (p - data);
+      char* const out = unpacked->Reserve(n);
+      if (static_cast<uint8_t>(type) == rocksdb::kZSTD) {
+        const size_t got = ZSTD_decompress(out, n, p, packed);
+        if (ZSTD_isError(got) || got != n) break;
+      } else {
+        if (packed > INT32_MAX || n > INT32_MAX) break;
+        const int got =
+            LZ4_decompress_safe(p, out, static_cast<int>(packed), static_cast<int>(n));
+        if (got != static_cast<int>(n)) break;
+      }
+      *contents = absl::string_view(out, n);
+      return absl::OkStatus();
+    }
+    default:
+      return Corrupt(path, absl::StrCat("block at offset ", handle.offset, " has compression type ",
+                                        static_cast<int>(static_cast<uint8_t>(type)),
+                                        ", which rocksort does not write"));
+  }
+  return Corrupt(path, absl::StrCat("the block at offset ", handle.offset, " does not decompress"));
+}
+
+// Reads the block at `handle` into *raw and decodes it (DecodeBlock).
+absl::Status ReadBlock(rocksdb::FSRandomAccessFile* file, absl::string_view path,
+                       const BlockHandle& handle, ByteBuffer* raw, ByteBuffer* unpacked,
+                       absl::string_view* contents) {
+  const size_t n = handle.size + kBlockTrailerSize;
+  rocksdb::Slice read;
+  const rocksdb::IOStatus s =
+      file->Read(handle.offset, n, rocksdb::IOOptions(), &read, raw->Reserve(n), nullptr);
+  if (!s.ok()) return ReadError(path, handle.offset, s);
+  if (read.size() != n) {
+    return Corrupt(path, absl::StrCat("short read of the block at offset ", handle.offset));
+  }
+  return DecodeBlock(path, handle, read.data(), unpacked, contents);
+}
+
+// The data blocks an index block lists, which must be contiguous from the
+// start of the file.
+absl::StatusOr<std::vector<BlockHandle>> ParseIndex(absl::string_view path,
+                                                    absl::string_view index) {
+  if (index.size() < 4) return Corrupt(path, "index block too short");
+  const char* const base = index.data();
+  const uint32_t restarts = GetLittleEndian32(base + index.size() - 4);
+  if (restarts == 0 || restarts & kHashIndexFlag ||
+      (static_cast<uint64_t>(restarts) + 1) * 4 > index.size()) {
+    return Corrupt(path, "bad restart array in the index block");
+  }
+  const char* const restart_array = base + index.size() - 4 - 4 * static_cast<size_t>(restarts);
+  // An entry whose key shares no bytes with the previous one (every restart
+  // point) holds a full handle; the others, the size's difference from the
+  // previous block's (zigzag), at the offset after it and its trailer.
+  std::vector<BlockHandle> blocks;
+  const char* p = base;
+  while (p < restart_array) {
+    uint32_t shared = 0;
+    uint32_t non_shared = 0;
+    p = GetVarint32(p, restart_array, &shared);
+    if (p != nullptr) p = GetVarint32(p, restart_array, &non_shared);
+    if (p == nullptr || non_shared > static_cast<size_t>(restart_array - p)) {
+      return Corrupt(path, "bad entry in the index block");
+    }
+    p += non_shared;  // The key: a separator, not needed to read in order.
+    BlockHandle handle{};
+    if (shared == 0) {
+      p = GetVarint64(p, restart_array, &handle.offset);
+      if (p != nullptr) p = GetVarint64(p, restart_array, &handle.size);
+    } else if (!blocks.empty()) {
+      uint64_t zigzag = 0;
+      p = GetVarint64(p, restart_array, &zigzag);
+      const int64_t delta = static_cast<int64_t>(zigzag >> 1) ^ -static_cast<int64_t>(zigzag & 1);
+      const BlockHandle& previous = blocks.back();
+      handle.offset = previous.offset + previous.size + kBlockTrailerSize;
+      handle.size = previous.size + delta;
+    } else {
+      p = nullptr;
+    }
+    if (p == nullptr) return Corrupt(path, "bad block handle in the index block");
+    const uint64_t expected =
+        blocks.empty() ? 0 : blocks.back().offset + blocks.back().size + kBlockTrailerSize;
+    if (handle.offset != expected) {
+      return Corrupt(path, absl::StrCat("index names a block at offset ", handle.offset,
+                                        ", expected one at ", expected));
+    }
+    blocks.push_back(handle);
+  }
+  return blocks;
+}
+
+absl::string_view FileName(absl::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RunCursor>> RunCursor::Open(rocksdb::FileSystem* fs,
-                                                           const std::string& path) {
-  std::unique_ptr<rocksdb::FSRandomAccessFile> file;
-  rocksdb::IOStatus s = fs->NewRandomAccessFile(path, rocksdb::FileOptions(), &file, nullptr);
-  uint64_t size = 0;
-  if (s.ok()) s = fs->GetFileSize(path, rocksdb::IOOptions(), &size, nullptr);
-  if (!s.ok()) return absl::InternalError(absl::StrCat("opening ", path, ": ", s.ToString()));
-  // As RocksDB opens every table (advise_random_on_open): the prefetching
-  // file system reads ahead, and the kernel's own readahead on top would
-  // split its requests.
-  file->Hint(rocksdb::FSRandomAccessFile::kRandom);
-  std::unique_ptr<RunCursor> cursor(new RunCursor(path, std::move(file)));
-  if (absl::Status st = cursor->ReadFooterAndIndex(size); !st.ok()) return st;
-  return cursor;
-}
-
-absl::Status RunCursor::Corrupt(absl::string_view what) const {
-  return absl::DataLossError(absl::StrCat(path_, ": ", what));
-}
-
-absl::Status RunCursor::ReadFooterAndIndex(uint64_t file_size) {
-  if (file_size < kFooterSize) return Corrupt("too short for a table's footer");
-  char footer[kFooterSize];
+absl::StatusOr<RunIndex> ReadRunIndex(rocksdb::FSRandomAccessFile* file, const std::string& path,
+                                      uint64_t file_size) {
+  if (file_size < kFooterSize) return Corrupt(path, "too short for a table's footer");
+  // The tail: footer, metaindex, properties and (before them) the index.
+  const uint64_t tail = std::min(file_size, kTailReadBytes);
+  const uint64_t tail_offset = file_size - tail;
+  ByteBuffer buffer;
   rocksdb::Slice read;
-  const rocksdb::IOStatus s = file_->Read(file_size - kFooterSize, kFooterSize,
-                                          rocksdb::IOOptions(), &read, footer, nullptr);
-  if (!s.ok()) return absl::InternalError(absl::StrCat("reading ", path_, ": ", s.ToString()));
-  if (read.size() != kFooterSize) return Corrupt("short read of the footer");
-  const char* f = read.data();
+  const rocksdb::IOStatus s =
+      file->Read(tail_offset, tail, rocksdb::IOOptions(), &read, buffer.Reserve(tail), nullptr);
+  if (!s.ok()) return ReadError(path, tail_offset, s);
+  if (read.size() != tail) return Corrupt(path, "short read of the footer");
+  const char* const f = read.data() + tail - kFooterSize;
   if (GetLittleEndian64(f + kFooterSize - 8) != kBlockBasedTableMagic) {
-    return Corrupt("not a block-based table (bad magic number)");
+    return Corrupt(path, "not a block-based table (bad magic number)");
   }
   const uint32_t version = GetLittleEndian32(f + kFooterVersionAt);
   if (version < kMinFormatVersion || version > kMaxFormatVersion) {
-    return Corrupt(absl::StrCat("table format version ", version, " (expected ",
-                                kMinFormatVersion, "..", kMaxFormatVersion, ")"));
+    return Corrupt(path, absl::StrCat("table format version ", version, " (expected ",
+                                      kMinFormatVersion, "..", kMaxFormatVersion, ")"));
   }
   if (static_cast<uint8_t>(f[0]) != rocksdb::kXXH3) {
-    return Corrupt(absl::StrCat("checksum type ", static_cast<int>(f[0]), " (expected XXH3)"));
+    return Corrupt(path,
+                   absl::StrCat("checksum type ", static_cast<int>(f[0]), " (expected XXH3)"));
   }
   const char* const end = f + kFooterVersionAt;
   uint64_t unused = 0;
@@ -120,122 +247,91 @@ absl::Status RunCursor::ReadFooterAndIndex(uint64_t file_size) {
   if (p != nullptr) p = GetVarint64(p, end, &index.offset);
   if (p != nullptr) p = GetVarint64(p, end, &index.size);
   if (p == nullptr || index.offset + index.size + kBlockTrailerSize > file_size - kFooterSize) {
-    return Corrupt("bad index handle in the footer");
+    return Corrupt(path, "bad index handle in the footer");
   }
+  ByteBuffer unpacked;
   absl::string_view contents;
-  if (absl::Status st = ReadBlock(index, &contents); !st.ok()) return st;
-  return ParseIndex(contents);
+  if (index.offset >= tail_offset) {
+    if (absl::Status st = DecodeBlock(path, index, read.data() + (index.offset - tail_offset),
+                                      &unpacked, &contents);
+        !st.ok()) {
+      return st;
+    }
+  } else if (absl::Status st = ReadBlock(file, path, index, &buffer, &unpacked, &contents);
+             !st.ok()) {
+    return st;
+  }
+  RunIndex result;
+  result.file_size = file_size;
+  ASSIGN_OR_RETURN(result.blocks, ParseIndex(path, contents));
+  return result;
 }
 
-absl::Status RunCursor::ReadBlock(const BlockHandle& handle, absl::string_view* contents) {
-  block_offset_ = handle.offset;
-  const size_t n = handle.size + kBlockTrailerSize;
-  char* const scratch = raw_.Reserve(n);
-  rocksdb::Slice read;
-  const rocksdb::IOStatus s =
-      file_->Read(handle.offset, n, rocksdb::IOOptions(), &read, scratch, nullptr);
-  if (!s.ok()) {
-    return absl::InternalError(absl::StrCat("reading ", path_, " at offset ", handle.offset,
-                                            ": ", s.ToString()));
-  }
-  if (read.size() != n) {
-    return Corrupt(absl::StrCat("short read of the block at offset ", handle.offset));
-  }
-  const char* const data = read.data();
-  const size_t size = handle.size;
-  const char type = data[size];
-  if (GetLittleEndian32(data + size + 1) != Xxh3BlockChecksum(data, size, type)) {
-    return Corrupt(absl::StrCat("checksum mismatch in the block at offset ", handle.offset));
-  }
-  switch (static_cast<uint8_t>(type)) {
-    case rocksdb::kNoCompression:
-      *contents = absl::string_view(data, size);
-      return absl::OkStatus();
-    case rocksdb::kSnappyCompression: {
-      size_t unpacked = 0;
-      if (snappy_uncompressed_length(data, size, &unpacked) != SNAPPY_OK) break;
-      char* const out = unpacked_.Reserve(unpacked);
-      if (snappy_uncompress(data, size, out, &unpacked) != SNAPPY_OK) break;
-      *contents = absl::string_view(out, unpacked);
-      return absl::OkStatus();
-    }
-    case rocksdb::kLZ4Compression:
-    case rocksdb::kLZ4HCCompression:
-    case rocksdb::kZSTD: {
-      // Format version 2 of compressed blocks: the contents' size, then the
-      // compressed bytes.
-      uint32_t unpacked = 0;
-      const char* p = GetVarint32(data, data + size, &unpacked);
-      if (p == nullptr) break;
-      const size_t packed = size - (p - data);
-      char* const out = unpacked_.Reserve(unpacked);
-      if (static_cast<uint8_t>(type) == rocksdb::kZSTD) {
-        const size_t got = ZSTD_decompress(out, unpacked, p, packed);
-        if (ZSTD_isError(got) || got != unpacked) break;
-      } else {
-        if (packed > INT32_MAX || unpacked > INT32_MAX) break;
-        const int got = LZ4_decompress_safe(p, out, static_cast<int>(packed),
-                                            static_cast<int>(unpacked));
-        if (got != static_cast<int>(unpacked)) break;
-      }
-      *contents = absl::string_view(out, unpacked);
-      return absl::OkStatus();
-    }
-    default:
-      return Corrupt(absl::StrCat("block at offset ", handle.offset, " has compression type ",
-                                  static_cast<int>(static_cast<uint8_t>(type)),
-                                  ", which rocksort does not write"));
-  }
-  return Corrupt(absl::StrCat("the block at offset ", handle.offset, " does not decompress"));
+void RunIndexCache::Add(absl::string_view path, RunIndex index) {
+  absl::MutexLock lock(&mu_);
+  indexes_.insert_or_assign(std::string(FileName(path)), std::move(index));
 }
 
-absl::Status RunCursor::ParseIndex(absl::string_view index) {
-  if (index.size() < 4) return Corrupt("index block too short");
-  const char* const base = index.data();
-  const uint32_t restarts = GetLittleEndian32(base + index.size() - 4);
-  if (restarts == 0 || restarts & kHashIndexFlag ||
-      (static_cast<uint64_t>(restarts) + 1) * 4 > index.size()) {
-    return Corrupt("bad restart array in the index block");
+void RunIndexCache::Remove(absl::string_view path) {
+  absl::MutexLock lock(&mu_);
+  indexes_.erase(FileName(path));
+}
+
+std::optional<RunIndex> RunIndexCache::Take(absl::string_view path, uint64_t file_size) {
+  absl::MutexLock lock(&mu_);
+  auto it = indexes_.find(FileName(path));
+  if (it == indexes_.end()) return std::nullopt;
+  std::optional<RunIndex> index;
+  if (it->second.file_size == file_size) index = std::move(it->second);
+  indexes_.erase(it);
+  return index;
+}
+
+size_t RunIndexCache::size() const {
+  absl::MutexLock lock(&mu_);
+  return indexes_.size();
+}
+
+void RunIndexListener::OnTableFileCreated(const rocksdb::TableFileCreationInfo& info) {
+  if (!info.status.ok() || info.file_path.empty()) return;
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+  if (!fs_->NewRandomAccessFile(info.file_path, rocksdb::FileOptions(), &file, nullptr).ok()) {
+    return;
   }
-  const char* const restart_array = base + index.size() - 4 - 4 * static_cast<size_t>(restarts);
-  // An entry whose key shares no bytes with the previous one (every restart
-  // point) holds a full handle; the others, the size's difference from the
-  // previous block's (zigzag), at the offset after it and its trailer.
-  const char* p = base;
-  while (p < restart_array) {
-    uint32_t shared = 0;
-    uint32_t non_shared = 0;
-    p = GetVarint32(p, restart_array, &shared);
-    if (p != nullptr) p = GetVarint32(p, restart_array, &non_shared);
-    if (p == nullptr || non_shared > static_cast<size_t>(restart_array - p)) {
-      return Corrupt("bad entry in the index block");
-    }
-    p += non_shared;  // The key: a separator, not needed to read in order.
-    BlockHandle handle{};
-    if (shared == 0) {
-      p = GetVarint64(p, restart_array, &handle.offset);
-      if (p != nullptr) p = GetVarint64(p, restart_array, &handle.size);
-    } else if (!blocks_.empty()) {
-      uint64_t zigzag = 0;
-      p = GetVarint64(p, restart_array, &zigzag);
-      const int64_t delta = static_cast<int64_t>(zigzag >> 1) ^ -static_cast<int64_t>(zigzag & 1);
-      const BlockHandle& previous = blocks_.back();
-      handle.offset = previous.offset + previous.size + kBlockTrailerSize;
-      handle.size = previous.size + delta;
-    } else {
-      p = nullptr;
-    }
-    if (p == nullptr) return Corrupt("bad block handle in the index block");
-    // Data blocks are contiguous from the start of the file.
-    const uint64_t expected =
-        blocks_.empty() ? 0 : blocks_.back().offset + blocks_.back().size + kBlockTrailerSize;
-    if (handle.offset != expected) {
-      return Corrupt(absl::StrCat("index names a block at offset ", handle.offset,
-                                  ", expected one at ", expected));
-    }
-    blocks_.push_back(handle);
+  file->Hint(rocksdb::FSRandomAccessFile::kRandom);
+  absl::StatusOr<RunIndex> index = ReadRunIndex(file.get(), info.file_path, info.file_size);
+  if (index.ok()) cache_->Add(info.file_path, *std::move(index));
+}
+
+void RunIndexListener::OnTableFileDeleted(const rocksdb::TableFileDeletionInfo& info) {
+  cache_->Remove(info.file_path);
+}
+
+absl::StatusOr<std::unique_ptr<RunCursor>> RunCursor::Open(rocksdb::FileSystem* fs,
+                                                           const std::string& path,
+                                                           RunIndexCache* cache,
+                                                           bool* index_read) {
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+  rocksdb::IOStatus s = fs->NewRandomAccessFile(path, rocksdb::FileOptions(), &file, nullptr);
+  uint64_t size = 0;
+  if (s.ok()) s = fs->GetFileSize(path, rocksdb::IOOptions(), &size, nullptr);
+  if (!s.ok()) return absl::InternalError(absl::StrCat("opening ", path, ": ", s.ToString()));
+  // As RocksDB opens every table (advise_random_on_open): the prefetching
+  // file system reads ahead, and the kernel's own readahead on top would
+  // split its requests.
+  file->Hint(rocksdb::FSRandomAccessFile::kRandom);
+  std::optional<RunIndex> index;
+  if (cache != nullptr) index = cache->Take(path, size);
+  if (!index.has_value()) {
+    ASSIGN_OR_RETURN(index, ReadRunIndex(file.get(), path, size));
+    if (index_read != nullptr) *index_read = true;
   }
-  return absl::OkStatus();
+  return std::unique_ptr<RunCursor>(
+      new RunCursor(path, std::move(file), std::move(index->blocks)));
+}
+
+absl::Status RunCursor::Corrupt(absl::string_view what) const {
+  return store::Corrupt(path_, what);
 }
 
 bool RunCursor::Fail(absl::Status status) {
@@ -248,7 +344,10 @@ bool RunCursor::Fail(absl::Status status) {
 bool RunCursor::LoadNextBlock() {
   while (next_block_ < blocks_.size()) {
     absl::string_view contents;
-    if (absl::Status s = ReadBlock(blocks_[next_block_++], &contents); !s.ok()) {
+    const BlockHandle& handle = blocks_[next_block_++];
+    block_offset_ = handle.offset;
+    if (absl::Status s = ReadBlock(file_.get(), path_, handle, &raw_, &unpacked_, &contents);
+        !s.ok()) {
       return Fail(std::move(s));
     }
     if (contents.size() < 4) return Fail(Corrupt("data block too short"));

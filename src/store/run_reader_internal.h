@@ -21,7 +21,7 @@
 // it owns, entries decoded in place. A run in any other shape (format
 // version, checksum type, compression, index kind, an entry that is not a
 // value) is an error naming the file, never a guess. The layout it reads is
-// RocksDB's documented block-based table format:
+// RocksDB's block-based table format:
 //
 //   file    = data block* meta blocks* metaindex block, index block, footer
 //   block   = contents, type (1 byte: compression), checksum (fixed32)
@@ -41,6 +41,9 @@
 // each run's next chunk is in the page cache before the cursor needs it,
 // and what it has passed is released behind it.
 //
+// A run's index is read when RocksDB has written the run (RunIndexCache);
+// the cursor reads it from the file only where that did not happen.
+//
 // Memory per run: its index (16 bytes a block), the block as read and, for
 // a compressed block, its decompressed contents: the two blocks per run the
 // options plan counts for the final merge.
@@ -49,7 +52,8 @@
 // tree (one comparison per level per record) on the keys' first 8 bytes,
 // cached as an integer, then the whole key where those tie.
 //
-// Thread-safety: none; one thread uses a cursor or a merger.
+// Thread-safety: none for cursors and mergers (one thread uses each); the
+// index cache is thread-safe.
 #ifndef ROCKSORT_STORE_RUN_READER_INTERNAL_H_
 #define ROCKSORT_STORE_RUN_READER_INTERNAL_H_
 
@@ -58,13 +62,18 @@
 #include <cstring>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "rocksdb/file_system.h"
+#include "rocksdb/listener.h"
 #include "store/store.h"
 
 namespace rocksort::store {
@@ -90,12 +99,69 @@ class ByteBuffer {
   size_t capacity_ = 0;
 };
 
+// Where a run's data blocks are, from its footer and index.
+struct RunIndex {
+  struct BlockHandle {
+    uint64_t offset;
+    uint64_t size;  // Without the trailer.
+  };
+  uint64_t file_size = 0;
+  std::vector<BlockHandle> blocks;
+};
+
+// Reads the footer and index of the run `file` (`file_size` bytes, named
+// `path` in errors): one read of the file's tail, which holds the footer
+// and, unless it is very large, the index.
+absl::StatusOr<RunIndex> ReadRunIndex(rocksdb::FSRandomAccessFile* file, const std::string& path,
+                                      uint64_t file_size);
+
+// The indexes of the runs, read as each run is written (its tail is still
+// in the page cache then; store.cc's RunIndexListener), so that the final
+// merge need not wait for a seek per run before its first record: at the
+// end of loading the runs' tails have long left the page cache.
+// Thread-safe.
+class RunIndexCache {
+ public:
+  // Keyed by the file's name (the last part of its path).
+  void Add(absl::string_view path, RunIndex index);
+  void Remove(absl::string_view path);
+  // The index of `path`, if one was added for a file of `file_size` bytes;
+  // it leaves the cache.
+  std::optional<RunIndex> Take(absl::string_view path, uint64_t file_size);
+  size_t size() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, RunIndex> indexes_ ABSL_GUARDED_BY(mu_);
+};
+
+// Fills a RunIndexCache: reads each run's index as RocksDB finishes writing
+// it (in the flush or merge thread, from the page cache) and forgets it when
+// RocksDB deletes the run. A run whose index cannot be read here is read by
+// the final merge itself, which reports any error.
+class RunIndexListener : public rocksdb::EventListener {
+ public:
+  // Reads through `fs`, which must not prefetch (the scratch file system).
+  RunIndexListener(std::shared_ptr<rocksdb::FileSystem> fs, std::shared_ptr<RunIndexCache> cache)
+      : fs_(std::move(fs)), cache_(std::move(cache)) {}
+  const char* Name() const override { return "RocksortRunIndexListener"; }
+  void OnTableFileCreated(const rocksdb::TableFileCreationInfo& info) override;
+  void OnTableFileDeleted(const rocksdb::TableFileDeletionInfo& info) override;
+
+ private:
+  const std::shared_ptr<rocksdb::FileSystem> fs_;
+  const std::shared_ptr<RunIndexCache> cache_;
+};
+
 class RunCursor {
  public:
-  // Opens the run at `path` through `fs` and reads its footer and index.
-  // Errors name the file.
+  // Opens the run at `path` through `fs`, with its index from `cache` when
+  // it holds it, else read from the file (then *index_read is set, if
+  // given). Errors name the file.
   static absl::StatusOr<std::unique_ptr<RunCursor>> Open(rocksdb::FileSystem* fs,
-                                                         const std::string& path);
+                                                         const std::string& path,
+                                                         RunIndexCache* cache = nullptr,
+                                                         bool* index_read = nullptr);
 
   // Moves to the next entry (the first, on the first call). Returns false
   // at the end of the run or on an error (then status() says which).
@@ -109,19 +175,12 @@ class RunCursor {
   size_t blocks() const { return blocks_.size(); }
 
  private:
-  struct BlockHandle {
-    uint64_t offset;
-    uint64_t size;  // Without the trailer.
-  };
+  using BlockHandle = RunIndex::BlockHandle;
 
-  RunCursor(std::string path, std::unique_ptr<rocksdb::FSRandomAccessFile> file)
-      : path_(std::move(path)), file_(std::move(file)) {}
+  RunCursor(std::string path, std::unique_ptr<rocksdb::FSRandomAccessFile> file,
+            std::vector<BlockHandle> blocks)
+      : path_(std::move(path)), file_(std::move(file)), blocks_(std::move(blocks)) {}
 
-  absl::Status ReadFooterAndIndex(uint64_t file_size);
-  // Reads the block at `handle`, verifies its checksum and points *contents
-  // at its decompressed contents, in raw_ or unpacked_.
-  absl::Status ReadBlock(const BlockHandle& handle, absl::string_view* contents);
-  absl::Status ParseIndex(absl::string_view index);
   // Reads the next data block into p_/limit_. False at the end or on an error.
   bool LoadNextBlock();
   bool Fail(absl::Status status);
@@ -129,7 +188,7 @@ class RunCursor {
 
   const std::string path_;
   std::unique_ptr<rocksdb::FSRandomAccessFile> file_;
-  std::vector<BlockHandle> blocks_;
+  const std::vector<BlockHandle> blocks_;
   size_t next_block_ = 0;
   uint64_t block_offset_ = 0;  // Of the current block, for messages.
   ByteBuffer raw_;             // A block as read: contents and trailer.

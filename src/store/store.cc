@@ -237,6 +237,9 @@ class TempStore::Impl {
     // compactions, the SstFileManager tracks the size of the runs on disk.
     stats_ = std::make_shared<DbStatsListener>();
     plan_.options.listeners.push_back(stats_);
+    run_indexes_ = std::make_shared<RunIndexCache>();
+    plan_.options.listeners.push_back(
+        std::make_shared<RunIndexListener>(scratch_fs_, run_indexes_));
     fresh_runs_ = std::make_shared<FreshRunListener>(scratch_fs_);
     fresh_runs_->set_enabled(plan_.fresh_runs_merged);
     plan_.options.listeners.push_back(fresh_runs_);
@@ -376,8 +379,11 @@ class TempStore::Impl {
     std::vector<std::unique_ptr<RunCursor>> runs;
     for (rocksdb::ColumnFamilyHandle* lane : lanes()) {
       for (const rocksdb::SstFileMetaData& run : SortedRuns(db(), lane)) {
+        bool index_read = false;
         ASSIGN_OR_RETURN(std::unique_ptr<RunCursor> cursor,
-                         RunCursor::Open(prefetch_fs_.get(), run.db_path + run.name));
+                         RunCursor::Open(prefetch_fs_.get(), run.db_path + run.name,
+                                         run_indexes_.get(), &index_read));
+        report_.final_index_reads += index_read ? 1 : 0;
         runs.push_back(std::move(cursor));
       }
     }
@@ -489,6 +495,8 @@ class TempStore::Impl {
   // they outlive it.
   std::shared_ptr<ScratchFileSystem> scratch_fs_;
   std::shared_ptr<FreshRunListener> fresh_runs_;
+  // Each run's index, read as it was written, for the final merge.
+  std::shared_ptr<RunIndexCache> run_indexes_;
   std::shared_ptr<PrefetchFileSystem> prefetch_fs_;
   std::unique_ptr<rocksdb::Env> env_;
   SortPlan plan_;

@@ -103,6 +103,9 @@ struct StoreReport {
   std::vector<int> runs_after_load_per_lane;
   std::vector<int> runs_merged_per_lane;  // Runs read by the final merge, per lane.
   size_t final_readahead = 0;             // Per run, bytes.
+  // Runs whose index the final merge read when it began (the others' were
+  // read as they were written).
+  int final_index_reads = 0;
   uint64_t peak_temp_bytes = 0;           // Largest total size of the runs seen.
   uint64_t released_bytes = 0;            // Of the runs, freed behind the final merge.
   // The loader's wall time in CommitBatch: writing batches (DB::Write,

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -147,6 +149,68 @@ TEST(RunCursor, ReadsAnIndexWithDeltaEncodedHandles) {
   }
   EXPECT_TRUE(cursor->status().ok()) << cursor->status();
   EXPECT_EQ(expected, entries.end());
+}
+
+// An index longer than the tail read with the footer is read on its own.
+TEST(RunCursor, ReadsAnIndexLargerThanTheTailReadWithTheFooter) {
+  test_util::ScratchDir dir;
+  const Entries entries = MakeEntries(4, 20000);
+  rocksdb::Options options = RunOptions(RunCompression::kNone);
+  rocksdb::BlockBasedTableOptions table =
+      *options.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
+  table.block_size = 64;  // About a block per entry: an index of ~500 KiB.
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  const std::string path = dir.File("000015.sst");
+  WriteRun(path, entries, options);
+  std::unique_ptr<RunCursor> cursor = OpenRun(path);
+  ASSERT_NE(cursor, nullptr);
+  EXPECT_GT(cursor->blocks(), 15000u);
+  size_t read = 0;
+  while (cursor->Next()) ++read;
+  EXPECT_TRUE(cursor->status().ok()) << cursor->status();
+  EXPECT_EQ(read, entries.size());
+}
+
+TEST(RunIndexCache, GivesAnIndexOnceAndOnlyForTheSameFileSize) {
+  test_util::ScratchDir dir;
+  const std::string path = dir.File("000016.sst");
+  WriteRun(path, MakeEntries(6, 3000), RunOptions(RunCompression::kLz4));
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+  ASSERT_TRUE(rocksdb::FileSystem::Default()
+                  ->NewRandomAccessFile(path, rocksdb::FileOptions(), &file, nullptr)
+                  .ok());
+  const uint64_t size = std::filesystem::file_size(path);
+  absl::StatusOr<RunIndex> index = ReadRunIndex(file.get(), path, size);
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_GT(index->blocks.size(), 10u);
+
+  RunIndexCache cache;
+  cache.Add(path, *index);
+  // Keyed by the file's name: the path may be spelled differently.
+  EXPECT_FALSE(cache.Take("/elsewhere/000016.sst", size + 1).has_value());
+  EXPECT_EQ(cache.size(), 0u);  // A stale entry goes too.
+  cache.Add(path, *index);
+  std::optional<RunIndex> taken = cache.Take("/elsewhere/000016.sst", size);
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(taken->blocks.size(), index->blocks.size());
+  EXPECT_FALSE(cache.Take(path, size).has_value());
+  cache.Add(path, *index);
+  cache.Remove(path);
+  EXPECT_EQ(cache.size(), 0u);
+
+  // A cursor with the cached index reads the run without reading its index.
+  cache.Add(path, *index);
+  bool read_again = false;
+  absl::StatusOr<std::unique_ptr<RunCursor>> cursor =
+      RunCursor::Open(rocksdb::FileSystem::Default().get(), path, &cache, &read_again);
+  ASSERT_TRUE(cursor.ok()) << cursor.status();
+  EXPECT_FALSE(read_again);
+  cursor = RunCursor::Open(rocksdb::FileSystem::Default().get(), path, &cache, &read_again);
+  ASSERT_TRUE(cursor.ok());
+  EXPECT_TRUE(read_again);  // Taken before: read from the file.
+  int n = 0;
+  while ((*cursor)->Next()) ++n;
+  EXPECT_EQ(n, 3000);
 }
 
 TEST(RunCursor, CorruptBlockFailsWithItsFileAndOffset) {

@@ -90,6 +90,8 @@ TEST(TempStoreTest, ReadsBackEveryRecordInKeyOrderAcrossLanesAndRuns) {
   EXPECT_GE(report.runs_after_load_per_lane[1], 3);
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(ReadBack(**store), keys);
+  // Every run's index was read as the run was written, none at the end.
+  EXPECT_EQ((*store)->report().final_index_reads, 0);
   EXPECT_TRUE((*store)->Destroy().ok());
   EXPECT_TRUE(dir.List().empty());
 }
@@ -110,6 +112,8 @@ TEST(TempStoreTest, TinyMemoryMergesDownToWhatTheFinalMergeReads) {
   EXPECT_GT(report.write_amplification(), 1.0);
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(ReadBack(**store), keys);
+  // The merged runs' indexes too (the merges' inputs were forgotten).
+  EXPECT_EQ((*store)->report().final_index_reads, 0);
 }
 
 // The final merge frees what it has read of each run as it goes: runs of
