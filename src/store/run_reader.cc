@@ -465,19 +465,27 @@ void RunMerger::Replay(int run) {
   tree_[0] = current;
 }
 
+absl::Status RunMerger::Start() {
+  if (started_) return status_;
+  started_ = true;
+  for (int i = 0; i < static_cast<int>(runs_.size()); ++i) {
+    if (!Advance(i)) return status_;
+  }
+  if (!runs_.empty()) Build();
+  return status_;
+}
+
 bool RunMerger::Next(absl::string_view* value) {
-  if (runs_.empty() || !status_.ok()) return false;
-  if (!started_) {
-    started_ = true;
-    for (int i = 0; i < static_cast<int>(runs_.size()); ++i) {
-      if (!Advance(i)) return false;
-    }
-    Build();
-  } else {
+  if (!started_ && !Start().ok()) return false;
+  if (!status_.ok() || runs_.empty()) return false;
+  if (returned_) {
+    // The record returned last is passed now, not before: it stays valid
+    // until this call.
     const int last = tree_[0];
     if (!Advance(last)) return false;
     Replay(last);
   }
+  returned_ = true;
   const int winner = tree_[0];
   if (ended_[winner]) return false;
   *value = runs_[winner]->value();

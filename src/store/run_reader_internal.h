@@ -15,8 +15,8 @@
 //
 // RunCursor reads one run, a table file the store wrote with the options
 // plan's table options (options_plan.cc: block-based format version 5,
-// XXH3 block checksums, one binary-search index block). It reads the footer
-// and the index when it opens, then each data block in order: checksum
+// XXH3 block checksums, one binary-search index block). It takes the list
+// of data blocks from the run's index, then reads each block in order: checksum
 // verified, decompressed (LZ4, Snappy, ZSTD or stored as is) into a buffer
 // it owns, entries decoded in place. A run in any other shape (format
 // version, checksum type, compression, index kind, an entry that is not a
@@ -32,17 +32,19 @@
 //             key[shared..] (non_shared bytes), value
 //             then the restart array (fixed32 each) and its count (fixed32)
 //   index entries (format version >= 4): shared, non_shared, key delta,
-//             then at a restart point a full handle, elsewhere the size's
-//             difference from the previous one (zigzag varint64), the
-//             offset following the previous block and its trailer
+//             then, where shared is 0 (every restart point), a full handle,
+//             elsewhere the size's difference from the previous one
+//             (zigzag varint64), the offset following the previous block
+//             and its trailer
 //   key     = user key, then fixed64 (sequence << 8 | type)
 //
 // Reads go through the store's prefetching file system, as RocksDB's did:
 // each run's next chunk is in the page cache before the cursor needs it,
 // and what it has passed is released behind it.
 //
-// A run's index is read when RocksDB has written the run (RunIndexCache);
-// the cursor reads it from the file only where that did not happen.
+// A run's index is read when RocksDB has written the run, from the page
+// cache (RunIndexListener, RunIndexCache); the cursor reads it from the
+// file (one read of its tail) only where that did not happen.
 //
 // Memory per run: its index (16 bytes a block), the block as read and, for
 // a compressed block, its decompressed contents: the two blocks per run the
@@ -208,6 +210,10 @@ class RunMerger : public SortedReader {
   // readahead() reports.
   RunMerger(std::vector<std::unique_ptr<RunCursor>> runs, size_t readahead);
 
+  // Reads each run's first block and plays the first matches (the first
+  // Next does, if this was not called): the wait for a first read of every
+  // run, before the sink starts.
+  absl::Status Start();
   bool Next(absl::string_view* value) override;
   absl::Status status() const override { return status_; }
   size_t readahead() const override { return readahead_; }
@@ -227,6 +233,7 @@ class RunMerger : public SortedReader {
   // playing nodes 2n and 2n+1, run i the leaf k + i.
   std::vector<int> tree_;
   bool started_ = false;
+  bool returned_ = false;  // Next has returned the winner's record.
   const size_t readahead_;
   absl::Status status_;
 };

@@ -395,7 +395,9 @@ class TempStore::Impl {
         kReleaseLag, [fs = scratch_fs_](const std::string& path, uint64_t offset, uint64_t length) {
           fs->ReleaseRange(path, offset, length);
         });
-    return std::unique_ptr<SortedReader>(new RunMerger(std::move(runs), report_.final_readahead));
+    auto merger = std::make_unique<RunMerger>(std::move(runs), report_.final_readahead);
+    RETURN_IF_ERROR(merger->Start());
+    return std::unique_ptr<SortedReader>(std::move(merger));
   }
 
   absl::Status Destroy() {

@@ -261,7 +261,7 @@ TEST(RunCursor, EntryThatIsNotAValueIsAnError) {
 
 // Runs of the given sizes, their keys drawn from one sorted set so that
 // they interleave; the merge must give back exactly the set, in order.
-void ExpectMergeOf(const std::vector<int>& sizes) {
+void ExpectMergeOf(const std::vector<int>& sizes, bool start_first = false) {
   test_util::ScratchDir dir;
   int total = 0;
   for (int size : sizes) total += size;
@@ -281,6 +281,9 @@ void ExpectMergeOf(const std::vector<int>& sizes) {
     ASSERT_NE(cursors.back(), nullptr);
   }
   RunMerger merger(std::move(cursors), /*readahead=*/4096);
+  if (start_first) {
+    ASSERT_TRUE(merger.Start().ok());
+  }
   auto expected = all.begin();
   absl::string_view value;
   while (merger.Next(&value)) {
@@ -298,6 +301,9 @@ TEST(RunMerger, MergesOneRun) { ExpectMergeOf({500}); }
 TEST(RunMerger, MergesTwoRuns) { ExpectMergeOf({300, 700}); }
 TEST(RunMerger, MergesRunsOfVeryDifferentSizes) { ExpectMergeOf({1, 2000, 3, 1, 400}); }
 TEST(RunMerger, MergesManyRuns) { ExpectMergeOf(std::vector<int>(37, 60)); }
+TEST(RunMerger, StartedMergeGivesEveryRecordFromTheFirst) {
+  ExpectMergeOf({40, 1, 300}, /*start_first=*/true);
+}
 
 TEST(RunMerger, NoRunsIsAnEmptyMerge) {
   RunMerger merger({}, 0);
