@@ -36,6 +36,11 @@ inline uint32_t GetLittleEndian32(const char* in) {
   std::memcpy(&v, in, 4);
   return v;
 }
+inline uint64_t GetLittleEndian64(const char* in) {
+  uint64_t v;
+  std::memcpy(&v, in, 8);
+  return v;
+}
 inline void AppendLittleEndian32(uint32_t v, std::string* out) {
   char b[4];
   PutLittleEndian32(v, b);

@@ -40,15 +40,16 @@ std::string SortReport::ToText() const {
       "rocksort: %d records, %d bytes uncompressed (planned with %d: %s), %d bytes written\n"
       "rocksort: runs flushed %d (%d bytes), compactions %d (%d bytes, write amplification "
       "%.2f), runs after loading %s, intermediate merges %d (%d bytes), runs at final merge %d "
-      "(readahead %d KiB, %d indexes read then), peak temp %d bytes (%d released behind the final merge)\n"
+      "(readahead %d KiB, %d indexes read then), peak temp %d bytes (%d released behind the "
+      "final merge)\n"
       "rocksort: load %.2f s, merge %.2f s, emit %.2f s\n"
       "rocksort: loading thread: reading %.2f s, writing %.2f s (memtable stalls included), "
       "waiting for merges %.2f s\n",
       records, record_bytes, size_hint, size_hint_source, output_bytes, s.runs_flushed,
       s.flush_bytes, s.compactions, s.compaction_bytes, s.write_amplification(),
       absl::StrJoin(s.runs_after_load_per_lane, "+"), s.intermediate_merges,
-      s.intermediate_merge_bytes, s.runs_merged(), s.final_readahead / 1024, s.final_index_reads, s.peak_temp_bytes,
-      s.released_bytes, phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge),
+      s.intermediate_merge_bytes, s.runs_merged(), s.final_readahead / 1024, s.final_index_reads,
+      s.peak_temp_bytes, s.released_bytes, phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge),
       phase_seconds(Phase::kEmit), read_seconds, s.write_seconds, s.merge_wait_seconds);
   if (emit_waits.has_value()) {
     absl::StrAppendFormat(&text,

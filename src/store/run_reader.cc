@@ -38,12 +38,6 @@ constexpr size_t kInternalKeyTrailer = 8;
 // A data block's restart count shares its fixed32 with the hash-index flag.
 constexpr uint32_t kHashIndexFlag = 1u << 31;
 
-uint64_t GetLittleEndian64(const char* in) {
-  uint64_t v;
-  std::memcpy(&v, in, 8);
-  return v;
-}
-
 // LevelDB's varints: 7 bits a byte, least significant first, the high bit
 // set on every byte but the last. Return the byte after, or nullptr when
 // the bytes up to `limit` do not hold one.
@@ -75,7 +69,6 @@ uint32_t Xxh3BlockChecksum(const char* contents, size_t size, char type) {
   const auto v = static_cast<uint32_t>(XXH3_64bits(contents, size));
   return v ^ (static_cast<uint32_t>(static_cast<uint8_t>(type)) * kRandomPrime);
 }
-
 
 using BlockHandle = RunIndex::BlockHandle;
 
@@ -125,8 +118,7 @@ absl::Status DecodeBlock(absl::string_view path, const BlockHandle& handle, cons
         if (ZSTD_isError(got) || got != n) break;
       } else {
         if (packed > INT32_MAX || n > INT32_MAX) break;
-        const int got =
-            LZ4_decompress_safe(p, out, static_cast<int>(packed), static_cast<int>(n));
+        const int got = LZ4_decompress_safe(p, out, static_cast<int>(packed), static_cast<int>(n));
         if (got != static_cast<int>(n)) break;
       }
       *contents = absl::string_view(out, n);
@@ -309,8 +301,7 @@ void RunIndexListener::OnTableFileDeleted(const rocksdb::TableFileDeletionInfo& 
 
 absl::StatusOr<std::unique_ptr<RunCursor>> RunCursor::Open(rocksdb::FileSystem* fs,
                                                            const std::string& path,
-                                                           RunIndexCache* cache,
-                                                           bool* index_read) {
+                                                           RunIndexCache* cache, bool* index_read) {
   std::unique_ptr<rocksdb::FSRandomAccessFile> file;
   rocksdb::IOStatus s = fs->NewRandomAccessFile(path, rocksdb::FileOptions(), &file, nullptr);
   uint64_t size = 0;
@@ -326,8 +317,7 @@ absl::StatusOr<std::unique_ptr<RunCursor>> RunCursor::Open(rocksdb::FileSystem* 
     ASSIGN_OR_RETURN(index, ReadRunIndex(file.get(), path, size));
     if (index_read != nullptr) *index_read = true;
   }
-  return std::unique_ptr<RunCursor>(
-      new RunCursor(path, std::move(file), std::move(index->blocks)));
+  return std::unique_ptr<RunCursor>(new RunCursor(path, std::move(file), std::move(index->blocks)));
 }
 
 absl::Status RunCursor::Corrupt(absl::string_view what) const {
@@ -353,8 +343,8 @@ bool RunCursor::LoadNextBlock() {
     if (contents.size() < 4) return Fail(Corrupt("data block too short"));
     const uint32_t restarts = GetLittleEndian32(contents.data() + contents.size() - 4);
     if (restarts & kHashIndexFlag || (static_cast<uint64_t>(restarts) + 1) * 4 > contents.size()) {
-      return Fail(Corrupt(absl::StrCat("bad restart array in the block at offset ",
-                                       block_offset_)));
+      return Fail(
+          Corrupt(absl::StrCat("bad restart array in the block at offset ", block_offset_)));
     }
     p_ = contents.data();
     limit_ = contents.data() + contents.size() - 4 - 4 * static_cast<size_t>(restarts);
@@ -370,7 +360,8 @@ bool RunCursor::Next() {
   uint32_t non_shared = 0;
   uint32_t value_size = 0;
   const char* p = p_;
-  if (limit_ - p >= 3 && (shared | static_cast<uint8_t>(p[1]) | static_cast<uint8_t>(p[2])) < 0x80) {
+  if (limit_ - p >= 3 &&
+      (shared | static_cast<uint8_t>(p[1]) | static_cast<uint8_t>(p[2])) < 0x80) {
     non_shared = static_cast<uint8_t>(p[1]);
     value_size = static_cast<uint8_t>(p[2]);
     p += 3;
@@ -389,8 +380,8 @@ bool RunCursor::Next() {
   p += non_shared;
   if (key_size_ < kInternalKeyTrailer ||
       static_cast<uint8_t>(key[key_size_ - kInternalKeyTrailer]) != kTypeValue) {
-    return Fail(Corrupt(absl::StrCat("an entry in the block at offset ", block_offset_,
-                                     " is not a value")));
+    return Fail(Corrupt(
+        absl::StrCat("an entry in the block at offset ", block_offset_, " is not a value")));
   }
   key_ = absl::string_view(key, key_size_ - kInternalKeyTrailer);
   value_ = absl::string_view(p, value_size);
@@ -411,9 +402,9 @@ bool RunMerger::Advance(int i) {
     ended_[i] = 1;
     prefix_[i] = UINT64_MAX;
     if (!run.status().ok()) {
-      status_ = absl::Status(run.status().code(),
-                             absl::StrCat("reading the temporary database failed: ",
-                                          run.status().message()));
+      status_ = absl::Status(
+          run.status().code(),
+          absl::StrCat("reading the temporary database failed: ", run.status().message()));
       return false;
     }
     return true;

@@ -61,8 +61,8 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -192,10 +192,10 @@ class RunCursor {
   std::unique_ptr<rocksdb::FSRandomAccessFile> file_;
   const std::vector<BlockHandle> blocks_;
   size_t next_block_ = 0;
-  uint64_t block_offset_ = 0;  // Of the current block, for messages.
-  ByteBuffer raw_;             // A block as read: contents and trailer.
-  ByteBuffer unpacked_;        // A compressed block's contents.
-  const char* p_ = nullptr;    // The current block's next entry.
+  uint64_t block_offset_ = 0;    // Of the current block, for messages.
+  ByteBuffer raw_;               // A block as read: contents and trailer.
+  ByteBuffer unpacked_;          // A compressed block's contents.
+  const char* p_ = nullptr;      // The current block's next entry.
   const char* limit_ = nullptr;  // The end of its entries.
   ByteBuffer key_buffer_;        // The current internal key.
   size_t key_size_ = 0;

@@ -57,21 +57,11 @@ rocksdb::Options RunOptions(RunCompression compression) {
   input.memory_budget = 64 << 20;
   input.threads = 2;
   input.run_compression = compression;
-  rocksdb::Options options = MakePlan(input).options;
-  switch (compression) {
-    case RunCompression::kLz4:
-      options.compression = rocksdb::kLZ4Compression;
-      break;
-    case RunCompression::kSnappy:
-      options.compression = rocksdb::kSnappyCompression;
-      break;
-    case RunCompression::kZstd:
-      options.compression = rocksdb::kZSTD;
-      break;
-    case RunCompression::kNone:
-      options.compression = rocksdb::kNoCompression;
-      break;
-  }
+  // The plan's compression for runs that reach the final merge (fresh runs
+  // merged while loading are written uncompressed).
+  const SortPlan plan = MakePlan(input);
+  rocksdb::Options options = plan.options;
+  options.compression = plan.merged_compression;
   return options;
 }
 
@@ -96,6 +86,19 @@ std::unique_ptr<RunCursor> OpenRun(const std::string& path) {
   return cursor.ok() ? std::move(*cursor) : nullptr;
 }
 
+// Reads the rest of `cursor`, which must be exactly `entries`, in order.
+void ExpectReadsInOrder(RunCursor& cursor, const Entries& entries) {
+  auto expected = entries.begin();
+  while (cursor.Next()) {
+    ASSERT_NE(expected, entries.end());
+    ASSERT_EQ(cursor.key(), expected->first);
+    ASSERT_EQ(cursor.value(), expected->second);
+    ++expected;
+  }
+  EXPECT_TRUE(cursor.status().ok()) << cursor.status();
+  EXPECT_EQ(expected, entries.end());
+}
+
 class RunCursorTest : public ::testing::TestWithParam<RunCompression> {
  protected:
   test_util::ScratchDir dir_;
@@ -108,15 +111,7 @@ TEST_P(RunCursorTest, ReadsEveryEntryOfARunInOrder) {
   std::unique_ptr<RunCursor> cursor = OpenRun(path);
   ASSERT_NE(cursor, nullptr);
   EXPECT_GT(cursor->blocks(), 50u);  // Many blocks, some longer than one.
-  auto expected = entries.begin();
-  while (cursor->Next()) {
-    ASSERT_NE(expected, entries.end());
-    ASSERT_EQ(cursor->key(), expected->first);
-    ASSERT_EQ(cursor->value(), expected->second);
-    ++expected;
-  }
-  EXPECT_TRUE(cursor->status().ok()) << cursor->status();
-  EXPECT_EQ(expected, entries.end());
+  ExpectReadsInOrder(*cursor, entries);
   EXPECT_FALSE(cursor->Next());
 }
 
@@ -140,15 +135,7 @@ TEST(RunCursor, ReadsAnIndexWithDeltaEncodedHandles) {
   std::unique_ptr<RunCursor> cursor = OpenRun(path);
   ASSERT_NE(cursor, nullptr);
   EXPECT_GT(cursor->blocks(), 100u);
-  auto expected = entries.begin();
-  while (cursor->Next()) {
-    ASSERT_NE(expected, entries.end());
-    ASSERT_EQ(cursor->key(), expected->first);
-    ASSERT_EQ(cursor->value(), expected->second);
-    ++expected;
-  }
-  EXPECT_TRUE(cursor->status().ok()) << cursor->status();
-  EXPECT_EQ(expected, entries.end());
+  ExpectReadsInOrder(*cursor, entries);
 }
 
 // An index longer than the tail read with the footer is read on its own.
