@@ -72,10 +72,11 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
       window_open_ = true;
       window_start_ = offset & ~(kPage - 1);
       dropped_ = window_start_;
-      // The reader needs this chunk now: read it in one request here
-      // rather than wait for the queue (at the start of a merge every run
-      // starts a window at once) or read it a block at a time.
-      queued_ = std::min(size_, window_start_ + settings.chunk);
+      // The reader needs this now: read it in one request here rather than
+      // wait for the queue (at the start of a merge every run starts a
+      // window at once) or read it a block at a time. Its length staggers
+      // the runs' chunk ends (see the header).
+      queued_ = std::min(size_, window_start_ + fs_->NextFirstRead(settings));
       ReadIntoCache(window_start_, queued_ - window_start_);
     }
     // Ahead: once the reader is within `lead` of what was queued, the next
@@ -124,8 +125,9 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
 
 }  // namespace
 
-PrefetchFileSystem::PrefetchFileSystem(std::shared_ptr<rocksdb::FileSystem> target, int readers)
-    : rocksdb::FileSystemWrapper(target) {
+PrefetchFileSystem::PrefetchFileSystem(std::shared_ptr<rocksdb::FileSystem> target, int readers,
+                                       FirstRead first_read)
+    : rocksdb::FileSystemWrapper(target), first_read_(first_read) {
   for (int i = 0; i < std::max(1, readers); ++i) {
     readers_.emplace_back([this] {
       SetThreadName("rs-prefetch");
@@ -160,6 +162,20 @@ void PrefetchFileSystem::Release(const std::string& path, uint64_t offset, uint6
 
 PrefetchFileSystem::Settings PrefetchFileSystem::settings() const {
   return {chunk_.load(std::memory_order_relaxed), lead_.load(std::memory_order_relaxed)};
+}
+
+uint64_t PrefetchFileSystem::NextFirstRead(const Settings& settings) {
+  if (first_read_ == FirstRead::kWholeChunk || settings.chunk <= settings.lead) {
+    return settings.chunk;
+  }
+  // frac(n x (sqrt(5) - 1) / 2) in 32-bit fixed point: successive windows
+  // land in the largest gap left by the ones before.
+  constexpr uint64_t kGoldenFraction = 2654435769u;
+  const uint64_t n = windows_.fetch_add(1, std::memory_order_relaxed) + 1;
+  const uint64_t fraction = (n * kGoldenFraction) & 0xffffffffu;
+  const uint64_t spread = settings.chunk - settings.lead;
+  const uint64_t extra = ((spread >> 12) * fraction >> 32) << 12;
+  return settings.lead + extra;
 }
 
 void PrefetchFileSystem::Enqueue(std::shared_ptr<const std::string> path, uint64_t offset,

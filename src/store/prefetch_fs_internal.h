@@ -21,6 +21,17 @@
 // (POSIX_FADV_DONTNEED): every block of a run is read once, and the cache
 // must keep room for the chunks ahead of the other runs' readers.
 //
+// Staggered windows: a merge consumes its K runs at about the same pace, so
+// if every run's window started with a whole chunk, their chunk ends would
+// fall together and K requests would queue at once (at 150 requests/s, 254
+// runs' requests take 1.7 s, longer than a lead lasts). So a window's first
+// read covers only the lead plus a fraction of the rest of a chunk, the
+// fraction taking the next value of a low-discrepancy sequence
+// (frac(n x 0.618...)) for the n-th window: the runs' chunk ends spread
+// evenly over a chunk's progress, and the requests reach the disk at the
+// pace the merge consumes. A merge's start reads about half as much before
+// its first record, too.
+//
 // The page cache a merge of K runs holds is then about K x (chunk + lead);
 // the options plan sizes chunks so that it stays within a budget
 // (options_plan_internal.h). Resident memory per run is a block and the
@@ -63,9 +74,14 @@ namespace rocksort::store {
 
 class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
  public:
+  // How long a window's first read is (see above): staggered in production;
+  // a whole chunk where a test needs to know where chunks end.
+  enum class FirstRead { kStaggered, kWholeChunk };
+
   // Reads through `target` (the default file system in production), with
   // `readers` threads reading ahead. Prefetching is off until SetReadahead.
-  PrefetchFileSystem(std::shared_ptr<rocksdb::FileSystem> target, int readers);
+  PrefetchFileSystem(std::shared_ptr<rocksdb::FileSystem> target, int readers,
+                     FirstRead first_read);
   ~PrefetchFileSystem() override;  // Stops the reader threads.
 
   static const char* kClassName() { return "RocksortPrefetchFileSystem"; }
@@ -96,6 +112,9 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
     uint64_t lead = 0;
   };
   Settings settings() const;
+  // The length of the next window's first read, in [lead, chunk], a whole
+  // number of pages unless it is the chunk.
+  uint64_t NextFirstRead(const Settings& settings);
   void Enqueue(std::shared_ptr<const std::string> path, uint64_t offset, uint64_t length);
   uint64_t release_lag() const { return release_lag_.load(std::memory_order_acquire); }
   void Release(const std::string& path, uint64_t offset, uint64_t length);
@@ -108,6 +127,8 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
   };
   void ReaderLoop();
 
+  const FirstRead first_read_;
+  std::atomic<uint64_t> windows_{0};  // Windows opened, for the stagger.
   std::atomic<uint64_t> chunk_{0};
   std::atomic<uint64_t> lead_{0};
   std::atomic<uint64_t> prefetched_{0};

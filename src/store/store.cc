@@ -223,7 +223,8 @@ class TempStore::Impl {
     // Under it, nothing is synced and deletes do not wait: the database is
     // scratch (scratch_fs_internal.h).
     scratch_fs_ = std::make_shared<ScratchFileSystem>(rocksdb::FileSystem::Default());
-    prefetch_fs_ = std::make_shared<PrefetchFileSystem>(scratch_fs_, /*readers=*/2);
+    prefetch_fs_ = std::make_shared<PrefetchFileSystem>(
+        scratch_fs_, /*readers=*/2, PrefetchFileSystem::FirstRead::kStaggered);
     prefetch_fs_->SetReadahead(plan_.background_readahead.chunk, plan_.background_readahead.lead);
     env_ = rocksdb::NewCompositeEnv(prefetch_fs_);
     plan_.options.env = env_.get();

@@ -42,7 +42,10 @@ class PrefetchFsTest : public ::testing::Test {
     if (Resident(0, kSize) > kSize / 8) {
       GTEST_SKIP() << "this filesystem keeps files in memory (tmpfs?): can't observe readahead";
     }
-    fs_ = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(), /*readers=*/2);
+    // Whole first chunks, so that tests know where chunks end; the stagger
+    // has its own test.
+    fs_ = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(), /*readers=*/2,
+                                               PrefetchFileSystem::FirstRead::kWholeChunk);
     ASSERT_TRUE(fs_->NewRandomAccessFile(path_, rocksdb::FileOptions(), &file_, nullptr).ok());
     // As RocksDB opens every table (advise_random_on_open).
     file_->Hint(rocksdb::FSRandomAccessFile::kRandom);
@@ -102,6 +105,63 @@ TEST_F(PrefetchFsTest, ReadsAChunkAheadOnceTheReaderIsWithinTheLead) {
   EXPECT_TRUE(WaitResident(kMiB, kMiB));
   EXPECT_LT(Resident(2 * kMiB, kSize - 2 * kMiB), kMiB / 2);
   EXPECT_GE(fs_->prefetched_bytes(), kMiB);
+}
+
+TEST_F(PrefetchFsTest, StaggeredWindowsStartWithReadsOfDifferentLengths) {
+  auto fs = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(), /*readers=*/2,
+                                                 PrefetchFileSystem::FirstRead::kStaggered);
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+  ASSERT_TRUE(fs->NewRandomAccessFile(path_, rocksdb::FileOptions(), &file, nullptr).ok());
+  file->Hint(rocksdb::FSRandomAccessFile::kRandom);
+  constexpr uint64_t kChunk = 1 * kMiB;
+  constexpr uint64_t kLead = 256 * kKiB;
+  fs->SetReadahead(kChunk, kLead);
+  // Two windows far apart (the second read is beyond the first window), each
+  // opened by a read small enough that nothing is queued behind the first
+  // read: what is resident is exactly each window's first read.
+  std::vector<char> scratch(4 * kKiB);
+  rocksdb::Slice result;
+  ASSERT_TRUE(file->Read(0, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(), nullptr)
+                  .ok());
+  ASSERT_TRUE(file->Read(4 * kMiB, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(),
+                         nullptr)
+                  .ok());
+  const uint64_t first = Resident(0, kChunk);
+  const uint64_t second = Resident(4 * kMiB, kChunk);
+  for (uint64_t length : {first, second}) {
+    EXPECT_GE(length, kLead);
+    EXPECT_LE(length, kChunk);
+  }
+  // Successive values of the sequence are at least 0.38 of the spread apart.
+  const uint64_t apart = first > second ? first - second : second - first;
+  EXPECT_GE(apart, (kChunk - kLead) / 4) << first << " " << second;
+  EXPECT_EQ(fs->prefetched_bytes(), 0u);
+}
+
+TEST(PrefetchFsStaggerTest, FirstReadsSpreadEvenlyOverTheChunk) {
+  PrefetchFileSystem fs(rocksdb::FileSystem::Default(), /*readers=*/1,
+                        PrefetchFileSystem::FirstRead::kStaggered);
+  const PrefetchFileSystem::Settings settings{/*chunk=*/904 * kKiB, /*lead=*/128 * kKiB};
+  // 254 windows (the runs of a -m 32M merge): every tenth of the spread
+  // between the lead and the chunk gets its share, give or take a few.
+  constexpr int kWindows = 254;
+  std::vector<int> tenths(10, 0);
+  for (int i = 0; i < kWindows; ++i) {
+    const uint64_t length = fs.NextFirstRead(settings);
+    ASSERT_GE(length, settings.lead);
+    ASSERT_LT(length, settings.chunk);
+    ASSERT_EQ(length % 4096, 0u);
+    ++tenths[(length - settings.lead) * 10 / (settings.chunk - settings.lead)];
+  }
+  for (int count : tenths) {
+    EXPECT_GE(count, kWindows / 10 - 3);
+    EXPECT_LE(count, kWindows / 10 + 3);
+  }
+  // Off, or a chunk no longer than the lead: whole chunks.
+  PrefetchFileSystem whole(rocksdb::FileSystem::Default(), /*readers=*/1,
+                           PrefetchFileSystem::FirstRead::kWholeChunk);
+  EXPECT_EQ(whole.NextFirstRead(settings), settings.chunk);
+  EXPECT_EQ(fs.NextFirstRead({/*chunk=*/128 * kKiB, /*lead=*/128 * kKiB}), 128 * kKiB);
 }
 
 TEST_F(PrefetchFsTest, DropsWhatTheReaderHasPassed) {
