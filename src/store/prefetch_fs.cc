@@ -125,9 +125,8 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
 
 }  // namespace
 
-PrefetchFileSystem::PrefetchFileSystem(std::shared_ptr<rocksdb::FileSystem> target, int readers,
-                                       FirstRead first_read)
-    : rocksdb::FileSystemWrapper(target), first_read_(first_read) {
+PrefetchFileSystem::PrefetchFileSystem(std::shared_ptr<rocksdb::FileSystem> target, int readers)
+    : rocksdb::FileSystemWrapper(target) {
   for (int i = 0; i < std::max(1, readers); ++i) {
     readers_.emplace_back([this] {
       SetThreadName("rs-prefetch");
@@ -144,9 +143,10 @@ PrefetchFileSystem::~PrefetchFileSystem() {
   for (std::thread& t : readers_) t.join();
 }
 
-void PrefetchFileSystem::SetReadahead(uint64_t chunk, uint64_t lead) {
+void PrefetchFileSystem::SetReadahead(uint64_t chunk, uint64_t lead, FirstRead first_read) {
   chunk_.store(chunk, std::memory_order_relaxed);
   lead_.store(std::min(lead, chunk), std::memory_order_relaxed);
+  first_read_.store(first_read, std::memory_order_relaxed);
 }
 
 void PrefetchFileSystem::SetReleaseBehind(uint64_t lag, ReleaseFunction release) {
@@ -161,11 +161,12 @@ void PrefetchFileSystem::Release(const std::string& path, uint64_t offset, uint6
 }
 
 PrefetchFileSystem::Settings PrefetchFileSystem::settings() const {
-  return {chunk_.load(std::memory_order_relaxed), lead_.load(std::memory_order_relaxed)};
+  return {chunk_.load(std::memory_order_relaxed), lead_.load(std::memory_order_relaxed),
+          first_read_.load(std::memory_order_relaxed)};
 }
 
 uint64_t PrefetchFileSystem::NextFirstRead(const Settings& settings) {
-  if (first_read_ == FirstRead::kWholeChunk || settings.chunk <= settings.lead) {
+  if (settings.first_read == FirstRead::kWholeChunk || settings.chunk <= settings.lead) {
     return settings.chunk;
   }
   // frac(n x (sqrt(5) - 1) / 2) in 32-bit fixed point: successive windows

@@ -21,16 +21,19 @@
 // (POSIX_FADV_DONTNEED): every block of a run is read once, and the cache
 // must keep room for the chunks ahead of the other runs' readers.
 //
-// Staggered windows: a merge consumes its K runs at about the same pace, so
-// if every run's window started with a whole chunk, their chunk ends would
-// fall together and K requests would queue at once (at 150 requests/s, 254
-// runs' requests take 1.7 s, longer than a lead lasts). So a window's first
-// read covers only the lead plus a fraction of the rest of a chunk, the
-// fraction taking the next value of a low-discrepancy sequence
+// Staggered windows (FirstRead::kStaggered, the final merge's setting): the
+// final merge consumes its K runs at about the same pace, the compressors'
+// pace, so if every run's window started with a whole chunk, their chunk
+// ends would fall together and K requests would queue at once (at 150
+// requests/s, 254 runs' requests take 1.7 s, longer than a lead lasts). So
+// a window's first read covers only the lead plus a fraction of the rest of
+// a chunk, the fraction taking the next value of a low-discrepancy sequence
 // (frac(n x 0.618...)) for the n-th window: the runs' chunk ends spread
 // evenly over a chunk's progress, and the requests reach the disk at the
-// pace the merge consumes. A merge's start reads about half as much before
-// its first record, too.
+// pace the merge consumes. Merges while loading read few runs each, as fast
+// as their thread goes; there a short first read only let the merge outrun
+// its prefetch and read blocks itself (measured: more requests and a
+// slower load), so they read whole first chunks.
 //
 // The page cache a merge of K runs holds is then about K x (chunk + lead);
 // the options plan sizes chunks so that it stays within a budget
@@ -74,14 +77,12 @@ namespace rocksort::store {
 
 class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
  public:
-  // How long a window's first read is (see above): staggered in production;
-  // a whole chunk where a test needs to know where chunks end.
-  enum class FirstRead { kStaggered, kWholeChunk };
+  // How long a window's first read is (see above).
+  enum class FirstRead { kWholeChunk, kStaggered };
 
   // Reads through `target` (the default file system in production), with
   // `readers` threads reading ahead. Prefetching is off until SetReadahead.
-  PrefetchFileSystem(std::shared_ptr<rocksdb::FileSystem> target, int readers,
-                     FirstRead first_read);
+  PrefetchFileSystem(std::shared_ptr<rocksdb::FileSystem> target, int readers);
   ~PrefetchFileSystem() override;  // Stops the reader threads.
 
   static const char* kClassName() { return "RocksortPrefetchFileSystem"; }
@@ -93,9 +94,10 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
                                         rocksdb::IODebugContext* dbg) override;
 
   // Reads `chunk` bytes at a time, queued when a reader gets within `lead`
-  // bytes of what was queued before (lead <= chunk). chunk 0 turns
-  // prefetching (and dropping behind) off.
-  void SetReadahead(uint64_t chunk, uint64_t lead);
+  // bytes of what was queued before (lead <= chunk), a window's first read
+  // as `first_read` says. chunk 0 turns prefetching (and dropping behind)
+  // off.
+  void SetReadahead(uint64_t chunk, uint64_t lead, FirstRead first_read);
 
   // From now on each table's reader releases what it has passed, `lag`
   // bytes behind, through `release(path, offset, length)` (see above).
@@ -110,6 +112,7 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
   struct Settings {
     uint64_t chunk = 0;
     uint64_t lead = 0;
+    FirstRead first_read = FirstRead::kWholeChunk;
   };
   Settings settings() const;
   // The length of the next window's first read, in [lead, chunk], a whole
@@ -127,9 +130,9 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
   };
   void ReaderLoop();
 
-  const FirstRead first_read_;
-  std::atomic<uint64_t> windows_{0};  // Windows opened, for the stagger.
+  std::atomic<uint64_t> windows_{0};  // Staggered windows opened.
   std::atomic<uint64_t> chunk_{0};
+  std::atomic<FirstRead> first_read_{FirstRead::kWholeChunk};
   std::atomic<uint64_t> lead_{0};
   std::atomic<uint64_t> prefetched_{0};
   std::atomic<uint64_t> release_lag_{0};

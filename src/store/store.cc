@@ -223,9 +223,9 @@ class TempStore::Impl {
     // Under it, nothing is synced and deletes do not wait: the database is
     // scratch (scratch_fs_internal.h).
     scratch_fs_ = std::make_shared<ScratchFileSystem>(rocksdb::FileSystem::Default());
-    prefetch_fs_ = std::make_shared<PrefetchFileSystem>(
-        scratch_fs_, /*readers=*/2, PrefetchFileSystem::FirstRead::kStaggered);
-    prefetch_fs_->SetReadahead(plan_.background_readahead.chunk, plan_.background_readahead.lead);
+    prefetch_fs_ = std::make_shared<PrefetchFileSystem>(scratch_fs_, /*readers=*/2);
+    prefetch_fs_->SetReadahead(plan_.background_readahead.chunk, plan_.background_readahead.lead,
+                               PrefetchFileSystem::FirstRead::kWholeChunk);
     env_ = rocksdb::NewCompositeEnv(prefetch_fs_);
     plan_.options.env = env_.get();
     report_.plan = DescribePlan(plan_);
@@ -358,7 +358,8 @@ class TempStore::Impl {
     // The memtables are gone: the merges down to K runs (one per lane at
     // once) may be wider than the background ones, with the readahead their
     // share of the post-load memory allows.
-    prefetch_fs_->SetReadahead(plan_.merge_down_readahead.chunk, plan_.merge_down_readahead.lead);
+    prefetch_fs_->SetReadahead(plan_.merge_down_readahead.chunk, plan_.merge_down_readahead.lead,
+                               PrefetchFileSystem::FirstRead::kWholeChunk);
     ASSIGN_OR_RETURN(report_.intermediate_merges,
                      MergeDownLanes(db, lanes(), plan_.max_final_runs_per_lane,
                                     plan_.merge_down_fan_in, plan_.merged_compression,
@@ -376,7 +377,8 @@ class TempStore::Impl {
   absl::StatusOr<std::unique_ptr<SortedReader>> NewReader() {
     // Every run of every lane, each read by a cursor of its own and merged
     // by one loser tree (run_reader_internal.h), not by DB iterators.
-    prefetch_fs_->SetReadahead(final_readahead_.chunk, final_readahead_.lead);
+    prefetch_fs_->SetReadahead(final_readahead_.chunk, final_readahead_.lead,
+                               PrefetchFileSystem::FirstRead::kStaggered);
     std::vector<std::unique_ptr<RunCursor>> runs;
     for (rocksdb::ColumnFamilyHandle* lane : lanes()) {
       for (const rocksdb::SstFileMetaData& run : SortedRuns(db(), lane)) {

@@ -23,6 +23,9 @@ namespace {
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kMiB = 1024 * kKiB;
 constexpr uint64_t kSize = 8 * kMiB;
+// Whole first chunks, so that a test knows where chunks end; the stagger has
+// tests of its own.
+constexpr PrefetchFileSystem::FirstRead kWhole = PrefetchFileSystem::FirstRead::kWholeChunk;
 
 // A table file of kSize bytes on a disk-backed filesystem, dropped from the
 // page cache, opened through a PrefetchFileSystem.
@@ -42,10 +45,7 @@ class PrefetchFsTest : public ::testing::Test {
     if (Resident(0, kSize) > kSize / 8) {
       GTEST_SKIP() << "this filesystem keeps files in memory (tmpfs?): can't observe readahead";
     }
-    // Whole first chunks, so that tests know where chunks end; the stagger
-    // has its own test.
-    fs_ = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(), /*readers=*/2,
-                                               PrefetchFileSystem::FirstRead::kWholeChunk);
+    fs_ = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(), /*readers=*/2);
     ASSERT_TRUE(fs_->NewRandomAccessFile(path_, rocksdb::FileOptions(), &file_, nullptr).ok());
     // As RocksDB opens every table (advise_random_on_open).
     file_->Hint(rocksdb::FSRandomAccessFile::kRandom);
@@ -105,7 +105,7 @@ class PrefetchFsTest : public ::testing::Test {
 };
 
 TEST_F(PrefetchFsTest, ReadsAChunkAheadOnceTheReaderIsWithinTheLead) {
-  fs_->SetReadahead(/*chunk=*/1 * kMiB, /*lead=*/256 * kKiB);
+  fs_->SetReadahead(/*chunk=*/1 * kMiB, /*lead=*/256 * kKiB, kWhole);
   // The first read of a window reads its whole chunk at once.
   Read(0, 64 * kKiB);
   EXPECT_EQ(Resident(0, kMiB), kMiB);
@@ -118,14 +118,13 @@ TEST_F(PrefetchFsTest, ReadsAChunkAheadOnceTheReaderIsWithinTheLead) {
 }
 
 TEST_F(PrefetchFsTest, StaggeredWindowsStartWithReadsOfDifferentLengths) {
-  auto fs = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(), /*readers=*/2,
-                                                 PrefetchFileSystem::FirstRead::kStaggered);
+  auto fs = std::make_shared<PrefetchFileSystem>(rocksdb::FileSystem::Default(), /*readers=*/2);
   std::unique_ptr<rocksdb::FSRandomAccessFile> file;
   ASSERT_TRUE(fs->NewRandomAccessFile(path_, rocksdb::FileOptions(), &file, nullptr).ok());
   file->Hint(rocksdb::FSRandomAccessFile::kRandom);
   constexpr uint64_t kChunk = 1 * kMiB;
   constexpr uint64_t kLead = 256 * kKiB;
-  fs->SetReadahead(kChunk, kLead);
+  fs->SetReadahead(kChunk, kLead, PrefetchFileSystem::FirstRead::kStaggered);
   // Two windows far apart (the second read is beyond the first window), each
   // opened by a read small enough that nothing is queued behind the first
   // read: what is resident is exactly each window's first read.
@@ -149,9 +148,9 @@ TEST_F(PrefetchFsTest, StaggeredWindowsStartWithReadsOfDifferentLengths) {
 }
 
 TEST(PrefetchFsStaggerTest, FirstReadsSpreadEvenlyOverTheChunk) {
-  PrefetchFileSystem fs(rocksdb::FileSystem::Default(), /*readers=*/1,
-                        PrefetchFileSystem::FirstRead::kStaggered);
-  const PrefetchFileSystem::Settings settings{/*chunk=*/904 * kKiB, /*lead=*/128 * kKiB};
+  PrefetchFileSystem fs(rocksdb::FileSystem::Default(), /*readers=*/1);
+  const PrefetchFileSystem::Settings settings{/*chunk=*/904 * kKiB, /*lead=*/128 * kKiB,
+                                              PrefetchFileSystem::FirstRead::kStaggered};
   // 254 windows (the runs of a -m 32M merge): every tenth of the spread
   // between the lead and the chunk gets its share, give or take a few.
   constexpr int kWindows = 254;
@@ -167,15 +166,17 @@ TEST(PrefetchFsStaggerTest, FirstReadsSpreadEvenlyOverTheChunk) {
     EXPECT_GE(count, kWindows / 10 - 3);
     EXPECT_LE(count, kWindows / 10 + 3);
   }
-  // Off, or a chunk no longer than the lead: whole chunks.
-  PrefetchFileSystem whole(rocksdb::FileSystem::Default(), /*readers=*/1,
-                           PrefetchFileSystem::FirstRead::kWholeChunk);
-  EXPECT_EQ(whole.NextFirstRead(settings), settings.chunk);
-  EXPECT_EQ(fs.NextFirstRead({/*chunk=*/128 * kKiB, /*lead=*/128 * kKiB}), 128 * kKiB);
+  // Whole first chunks, or a chunk no longer than the lead: whole chunks.
+  PrefetchFileSystem::Settings whole = settings;
+  whole.first_read = kWhole;
+  EXPECT_EQ(fs.NextFirstRead(whole), whole.chunk);
+  EXPECT_EQ(fs.NextFirstRead({/*chunk=*/128 * kKiB, /*lead=*/128 * kKiB,
+                              PrefetchFileSystem::FirstRead::kStaggered}),
+            128 * kKiB);
 }
 
 TEST_F(PrefetchFsTest, DropsWhatTheReaderHasPassed) {
-  fs_->SetReadahead(1 * kMiB, 256 * kKiB);
+  fs_->SetReadahead(1 * kMiB, 256 * kKiB, kWhole);
   // A reader slower than the disk: each chunk is in before it gets there.
   // The first read opens the window (and reads its first chunk itself).
   // Waiting for the whole chunk's read to return, not only for the next
@@ -197,7 +198,7 @@ TEST_F(PrefetchFsTest, DropsWhatTheReaderHasPassed) {
 // what lies a lag behind it, in steps; reads that skip (a table's metadata,
 // a seek) release nothing.
 TEST_F(PrefetchFsTest, ReleasesWhatAReaderReadingOnHasPassed) {
-  fs_->SetReadahead(1 * kMiB, 256 * kKiB);
+  fs_->SetReadahead(1 * kMiB, 256 * kKiB, kWhole);
   absl::Mutex mu;
   std::vector<std::pair<uint64_t, uint64_t>> released;
   fs_->SetReleaseBehind(1 * kMiB, [&](const std::string& path, uint64_t offset, uint64_t length) {
@@ -241,7 +242,7 @@ TEST_F(PrefetchFsTest, OnlyTableFilesAreReadAhead) {
   std::filesystem::copy_file(path_, other);
   std::unique_ptr<rocksdb::FSRandomAccessFile> manifest;
   ASSERT_TRUE(fs_->NewRandomAccessFile(other, rocksdb::FileOptions(), &manifest, nullptr).ok());
-  fs_->SetReadahead(1 * kMiB, 256 * kKiB);
+  fs_->SetReadahead(1 * kMiB, 256 * kKiB, kWhole);
   std::vector<char> scratch(64 * kKiB);
   rocksdb::Slice result;
   ASSERT_TRUE(
