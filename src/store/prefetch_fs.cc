@@ -74,8 +74,8 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
       dropped_ = window_start_;
       // The reader needs this now: read it in one request here rather than
       // wait for the queue (at the start of a merge every run starts a
-      // window at once) or read it a block at a time. Its length staggers
-      // the runs' chunk ends (see the header).
+      // window at once) or read it a block at a time. In the final merge
+      // its length staggers the runs' chunk ends (see the header).
       queued_ = std::min(size_, window_start_ + fs_->NextFirstRead(settings));
       ReadIntoCache(window_start_, queued_ - window_start_);
     }

@@ -132,8 +132,8 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
 
   std::atomic<uint64_t> windows_{0};  // Staggered windows opened.
   std::atomic<uint64_t> chunk_{0};
-  std::atomic<FirstRead> first_read_{FirstRead::kWholeChunk};
   std::atomic<uint64_t> lead_{0};
+  std::atomic<FirstRead> first_read_{FirstRead::kWholeChunk};
   std::atomic<uint64_t> prefetched_{0};
   std::atomic<uint64_t> release_lag_{0};
   absl::Mutex release_mu_;
