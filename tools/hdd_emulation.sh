@@ -102,7 +102,7 @@ hdd_print_settings() {
       "($(awk -v b="$hdd_bps" 'BEGIN { printf "%.1f", b / 1048576 }') MiB/s)"
     echo "  $hdd_ra_file: $HDD_RA_KB during each run (now $hdd_ra_orig; restored after each run)"
   else
-    echo "  disk: unthrottled $hdd_disk ($hdd_disk_dev): no blkio limits, read_ahead_kb left at $hdd_ra_orig"
+    echo "  disk: unthrottled $hdd_disk ($hdd_disk_dev): no blkio limits (a rule of 0 so that reads are counted), read_ahead_kb left at $hdd_ra_orig"
   fi
   echo "  memory.limit_in_bytes: $hdd_mem_limit ($((hdd_mem_limit / 1048576)) MiB)"
   echo "  before each run: sync; echo 3 > /proc/sys/vm/drop_caches"
@@ -135,6 +135,11 @@ hdd_make_cgroups() {
         ! grep -qx "$hdd_disk_dev $hdd_bps" "$hdd_cg_blkio/blkio.throttle.read_bps_device"; then
         die "the kernel did not keep the throttle settings in $hdd_cg_blkio"
       fi
+    else
+      # A rule of 0 (no limit): the kernel counts a disk's requests only once
+      # some cgroup has had a throttle rule on it, which after a fresh boot
+      # no unthrottled run would otherwise give it.
+      hdd_write "$hdd_disk_dev 0" "$hdd_cg_blkio/blkio.throttle.read_iops_device"
     fi
     return 0
   done
@@ -165,7 +170,7 @@ hdd_join() {
 
 # Value of the "MAJ:MIN Read N" line of blkio.throttle stats file $1 (0 if
 # none: the kernel keeps these counters for a disk only once some cgroup has
-# had a throttle rule on it).
+# had a throttle rule on it, which hdd_make_cgroups sees to in both modes).
 hdd_blkio_reads() {
   # The field as it is: "print n + 0" would print 2.1e+09 above 2^31.
   awk -v d="$hdd_disk_dev" '$1 == d && $2 == "Read" { n = $3 }
