@@ -51,6 +51,12 @@ std::string SortReport::ToText() const {
       s.intermediate_merge_bytes, s.runs_merged(), s.final_readahead / 1024, s.final_index_reads,
       s.peak_temp_bytes, s.released_bytes, phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge),
       phase_seconds(Phase::kEmit), read_seconds, s.write_seconds, s.merge_wait_seconds);
+  if (!s.cache_room_source.empty()) {
+    absl::StrAppendFormat(&text,
+                          "rocksort: page cache room at the final merge %d MiB (%s); cached "
+                          "pages of %d runs dropped\n",
+                          s.cache_room_bytes >> 20, s.cache_room_source, s.runs_dropped_from_cache);
+  }
   if (emit_waits.has_value()) {
     absl::StrAppendFormat(&text,
                           "rocksort: emit: compressors waited %.2f s for records (summed over "
@@ -112,6 +118,8 @@ std::string SortReport::ToJson() const {
       "  \"final_readahead_bytes\": %d,\n  \"final_index_reads\": %d,\n"
       "  \"peak_temp_bytes\": %d,\n"
       "  \"released_bytes\": %d,\n"
+      "  \"cache_room_bytes\": %d,\n  \"cache_room_source\": %s,\n"
+      "  \"runs_dropped_from_cache\": %d,\n"
       "  \"load_seconds\": %.3f,\n  \"merge_seconds\": %.3f,\n  \"emit_seconds\": %.3f,\n"
       "  \"loader_read_seconds\": %.3f,\n  \"loader_write_seconds\": %.3f,\n"
       "  \"loader_merge_wait_seconds\": %.3f,\n"
@@ -126,6 +134,7 @@ std::string SortReport::ToJson() const {
       absl::StrJoin(s.runs_after_load_per_lane, ", "), s.intermediate_merges,
       s.intermediate_merge_bytes, s.runs_merged(), absl::StrJoin(s.runs_merged_per_lane, ", "),
       s.final_readahead, s.final_index_reads, s.peak_temp_bytes, s.released_bytes,
+      s.cache_room_bytes, Quote(s.cache_room_source), s.runs_dropped_from_cache,
       phase_seconds(Phase::kLoad),
       phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit), read_seconds, s.write_seconds,
       s.merge_wait_seconds,

@@ -117,6 +117,14 @@ rocksdb::IOStatus ScratchFileSystem::DeleteFile(const std::string& fname,
   return rocksdb::IOStatus::OK();
 }
 
+bool ScratchFileSystem::DropCachedPages(const std::string& fname) {
+  const int fd = ::open(fname.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  return true;
+}
+
 void ScratchFileSystem::ReleaseRange(const std::string& fname, uint64_t offset, uint64_t length) {
   if (length == 0) return;
   absl::MutexLock lock(&mu_);

@@ -112,6 +112,12 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   // above).
   void DeferWriteback(const std::string& fname);
 
+  // Drops the pages of file `fname` from the page cache
+  // (POSIX_FADV_DONTNEED): the clean ones go, dirty ones are written back
+  // and stay. Returns false if the file could not be opened. Advice: the
+  // file's contents do not change.
+  static bool DropCachedPages(const std::string& fname);
+
  private:
   void DeleteLoop();
   // Whether `fname` was named by DeferWriteback (until it is deleted).

@@ -377,18 +377,21 @@ class TempStore::Impl {
   absl::StatusOr<std::unique_ptr<SortedReader>> NewReader() {
     // Every run of every lane, each read by a cursor of its own and merged
     // by one loser tree (run_reader_internal.h), not by DB iterators.
+    std::vector<rocksdb::SstFileMetaData> files;
+    for (rocksdb::ColumnFamilyHandle* lane : lanes()) {
+      for (rocksdb::SstFileMetaData& run : SortedRuns(db(), lane)) files.push_back(std::move(run));
+    }
+    DropRunsFromCacheIfShort(files);
     prefetch_fs_->SetReadahead(final_readahead_.chunk, final_readahead_.lead,
                                PrefetchFileSystem::FirstRead::kStaggered);
     std::vector<std::unique_ptr<RunCursor>> runs;
-    for (rocksdb::ColumnFamilyHandle* lane : lanes()) {
-      for (const rocksdb::SstFileMetaData& run : SortedRuns(db(), lane)) {
-        bool index_read = false;
-        ASSIGN_OR_RETURN(std::unique_ptr<RunCursor> cursor,
-                         RunCursor::Open(prefetch_fs_.get(), run.db_path + run.name,
-                                         run_indexes_.get(), &index_read));
-        report_.final_index_reads += index_read ? 1 : 0;
-        runs.push_back(std::move(cursor));
-      }
+    for (const rocksdb::SstFileMetaData& run : files) {
+      bool index_read = false;
+      ASSIGN_OR_RETURN(std::unique_ptr<RunCursor> cursor,
+                       RunCursor::Open(prefetch_fs_.get(), run.db_path + run.name,
+                                       run_indexes_.get(), &index_read));
+      report_.final_index_reads += index_read ? 1 : 0;
+      runs.push_back(std::move(cursor));
     }
     // The final merge reads each run once, front to back, and the runs go
     // after it: what it has passed is freed as it goes (scratch_fs_internal.h).
@@ -492,6 +495,30 @@ class TempStore::Impl {
           "warning: %s has %d MiB free; sorting about %d MiB of data may need up to %d MiB of "
           "temporary space (use -T elsewhere)",
           dir(), free_bytes >> 20, options_.size_hint >> 20, expected_peak >> 20));
+    }
+  }
+
+  // The final merge's prefetched chunks live in the page cache
+  // (prefetch_fs_internal.h) beside whatever the runs' writing left there:
+  // the last runs written, clean, and more than the cache holds in a small
+  // memory cgroup. When the runs are more than half of what the cache can
+  // hold for this process (common/memory_info.h), those pages are dropped
+  // before the merge's first reads, so that reclaim takes them and not the
+  // chunks just read ahead (measured on the emulated disk at -m 32M, in a
+  // cgroup of 448 MiB: chunks evicted before use, read again in small
+  // requests while the compressors waited up to 28 s). Runs that fit stay:
+  // the merge then reads them from the cache.
+  void DropRunsFromCacheIfShort(const std::vector<rocksdb::SstFileMetaData>& files) {
+    uint64_t run_bytes = 0;
+    for (const rocksdb::SstFileMetaData& file : files) run_bytes += file.size;
+    const CacheRoom room = options_.cache_room ? options_.cache_room() : CacheRoom{};
+    report_.cache_room_bytes = room.bytes;
+    report_.cache_room_source = room.source;
+    if (room.bytes == 0 || run_bytes <= room.bytes / 2) return;
+    for (const rocksdb::SstFileMetaData& file : files) {
+      if (ScratchFileSystem::DropCachedPages(file.db_path + file.name)) {
+        report_.runs_dropped_from_cache += 1;
+      }
     }
   }
 

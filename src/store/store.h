@@ -40,6 +40,7 @@
 #include "absl/strings/string_view.h"
 #include "common/disk_info.h"
 #include "common/interrupt.h"
+#include "common/memory_info.h"
 #include "record/record.h"
 
 namespace rocksort::store {
@@ -86,6 +87,10 @@ struct StoreOptions {
   // Called from any thread. May be empty.
   std::function<void(const std::string&)> log;
   bool verbose = false;
+  // What the page cache can hold for this process when the final merge
+  // begins (the runs' cached pages are dropped when the runs are more than
+  // half of it). Tests give their own.
+  std::function<CacheRoom()> cache_room = [] { return PageCacheRoom(); };
 };
 
 // What the store did, for -v and --stats-json.
@@ -108,6 +113,12 @@ struct StoreReport {
   int final_index_reads = 0;
   uint64_t peak_temp_bytes = 0;           // Largest total size of the runs seen.
   uint64_t released_bytes = 0;            // Of the runs, freed behind the final merge.
+  // What the page cache can hold for this process as the final merge
+  // begins (common/memory_info.h), and where that figure comes from.
+  uint64_t cache_room_bytes = 0;
+  std::string cache_room_source;
+  // Runs whose cached pages were dropped then (all or none: see store.cc).
+  int runs_dropped_from_cache = 0;
   // The loader's wall time in CommitBatch: writing batches (DB::Write,
   // stalls for memtable memory included) and waiting for the background
   // merges' backlog.

@@ -143,6 +143,31 @@ TEST(TempStoreTest, FinalMergeReleasesWhatItHasReadOfEachRun) {
   EXPECT_TRUE(dir.List().empty());
 }
 
+// Runs more than half of the page cache's room lose their cached pages
+// before the final merge; runs that fit keep them. Every record comes back
+// either way.
+TEST(TempStoreTest, RunsBeyondTheCacheAreDroppedFromItBeforeTheFinalMerge) {
+  for (const uint64_t room : {uint64_t{1} << 20, uint64_t{1} << 40}) {
+    ScratchDir dir;
+    StoreOptions options = SmallStore(dir);
+    options.threads = 1;
+    options.cache_room = [room] { return CacheRoom{room, "test"}; };
+    absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    std::vector<std::string> keys = Fill(**store, 100000, 200);
+    ASSERT_TRUE((*store)->FinishLoading().ok());
+    const int runs = (*store)->report().runs_merged();
+    ASSERT_GE(runs, 2);
+    std::sort(keys.begin(), keys.end());
+    EXPECT_EQ(ReadBack(**store), keys);
+    const StoreReport report = (*store)->report();
+    EXPECT_EQ(report.cache_room_bytes, room);
+    EXPECT_EQ(report.cache_room_source, "test");
+    EXPECT_EQ(report.runs_dropped_from_cache, room == (uint64_t{1} << 20) ? runs : 0) << room;
+    EXPECT_TRUE((*store)->Destroy().ok());
+  }
+}
+
 // The loader waits for flushes silently: the write buffer manager stops it,
 // not RocksDB's per-lane memtable count, whose stop logs a warning each time
 // (hundreds of lines with -v when one lane takes every run).
