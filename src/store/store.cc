@@ -504,10 +504,11 @@ class TempStore::Impl {
   // memory cgroup. When the runs are more than half of what the cache can
   // hold for this process (common/memory_info.h), those pages are dropped
   // before the merge's first reads, so that reclaim takes them and not the
-  // chunks just read ahead (measured on the emulated disk at -m 32M, in a
-  // cgroup of 448 MiB: chunks evicted before use, read again in small
-  // requests while the compressors waited up to 28 s). Runs that fit stay:
-  // the merge then reads them from the cache.
+  // chunks just read ahead, which are then read again in small requests.
+  // Measured on the emulated disk at -m 32M in a cgroup of 448 MiB: half
+  // the cgroup's limit hits and 13% fewer read requests, the same wall
+  // time (docs/benchmarks.md, Synthetic input). Runs that fit stay: the
+  // merge then reads them from the cache.
   void DropRunsFromCacheIfShort(const std::vector<rocksdb::SstFileMetaData>& files) {
     uint64_t run_bytes = 0;
     for (const rocksdb::SstFileMetaData& file : files) run_bytes += file.size;
