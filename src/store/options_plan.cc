@@ -46,6 +46,11 @@ constexpr double kRunBytesPerBuffered = 0.55;
 // The same for a run written uncompressed (measured: 0.945).
 constexpr double kRawRunBytesPerBuffered = 0.95;
 
+// Memtables of fewer huge-page chunks than this keep their entries in
+// RocksDB's arena (1 MiB blocks): with 2 MiB chunks the last one of a
+// memtable would be a larger share of it.
+constexpr uint64_t kMinChunksPerMemtable = 8;
+
 // zstd's level for --run-compression zstd.
 constexpr int kZstdRunLevel = 1;
 
@@ -101,7 +106,6 @@ SortPlan MakePlan(const PolicyInput& input) {
   // (hundreds with -v at -m 8M when one lane takes every run).
   o.max_write_buffer_number = 3;
   o.min_write_buffer_number_to_merge = 1;
-  o.memtable_factory = std::make_shared<RunMemTableFactory>();
   o.allow_concurrent_memtable_write = false;
   o.enable_write_thread_adaptive_yield = false;
   // At most 1 MiB: below the heap's block limit (common/allocator.h), so
@@ -117,6 +121,14 @@ SortPlan MakePlan(const PolicyInput& input) {
   // memory.
   o.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(budget, /*cache=*/nullptr,
                                                                          /*allow_stall=*/true);
+  // Entries in huge-page chunks (huge_chunks_internal.h) where a memtable
+  // holds enough of them that one chunk more or less does not change the
+  // size of its run much: the memtable is sealed a chunk at a time.
+  if (o.write_buffer_size >= kMinChunksPerMemtable * HugeChunkPool::kChunkBytes) {
+    plan.memtable_chunks = std::make_shared<HugeChunkPool>();
+  }
+  o.memtable_factory =
+      std::make_shared<RunMemTableFactory>(plan.memtable_chunks, o.write_buffer_manager);
 
   // LZ4 by default: about 11% less CPU for the whole sort than Snappy, for
   // runs 4% larger; zstd on request: runs about a third smaller than LZ4's

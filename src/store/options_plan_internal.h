@@ -28,10 +28,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/disk_info.h"
 #include "rocksdb/options.h"
+#include "store/huge_chunks_internal.h"
 #include "store/store.h"
 
 namespace rocksort::store {
@@ -82,6 +84,10 @@ struct SortPlan {
   // options.compression is that of the flushed runs: uncompressed where
   // every one is merged while loading, else the run compression asked for.
   rocksdb::Options options;
+  // Where the memtables keep their entries when not in RocksDB's arena
+  // (write_buffer_size of 8 huge pages or more); the store trims it once
+  // loading is over. Null otherwise.
+  std::shared_ptr<HugeChunkPool> memtable_chunks;
   // The compression of the runs every merge writes (--run-compression).
   rocksdb::CompressionType merged_compression = rocksdb::kLZ4Compression;
   // Every fresh run is merged while loading (the size is known and makes

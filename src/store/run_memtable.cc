@@ -1,14 +1,17 @@
 #include "store/run_memtable_internal.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "rocksdb/slice.h"
+#include "rocksdb/write_buffer_manager.h"
 
 namespace rocksort::store {
 namespace {
@@ -95,10 +98,56 @@ void SortItems(const MemTableRep::KeyComparator& compare, std::vector<Item>* ite
 
 class RunMemTableRep : public MemTableRep {
  public:
-  RunMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator)
-      : MemTableRep(allocator), compare_(compare) {}
+  RunMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator,
+                 std::shared_ptr<HugeChunkPool> chunks,
+                 std::shared_ptr<rocksdb::WriteBufferManager> write_buffers)
+      : MemTableRep(allocator),
+        compare_(compare),
+        chunk_pool_(std::move(chunks)),
+        write_buffers_(std::move(write_buffers)) {}
 
-  ~RunMemTableRep() override = default;
+  ~RunMemTableRep() override {
+    // As RocksDB's own tracker does for arena blocks when a memtable dies.
+    absl::MutexLock lock(&mu_);
+    const size_t reserved = chunk_bytes_.load(std::memory_order_relaxed);
+    if (write_buffers_ != nullptr && reserved > 0) {
+      if (!read_only_) write_buffers_->ScheduleFreeMem(reserved);
+      write_buffers_->FreeMem(reserved);
+    }
+    for (char* chunk : chunks_) chunk_pool_->Give(chunk);
+  }
+
+  // Entries go to huge-page chunks when the rep has a pool: the flush reads
+  // them in key order, all over the memtable (huge_chunks_internal.h).
+  // Each chunk counts in ApproximateMemoryUsage and, like an arena block,
+  // with the write buffer manager. An entry larger than a quarter of a chunk
+  // (a long read) goes to RocksDB's arena, as every entry does without a
+  // pool, and so does everything if the system refuses a mapping.
+  // Only the writing thread calls it (no concurrent inserts).
+  rocksdb::KeyHandle Allocate(const size_t len, char** buf) override {
+    if (chunk_pool_ == nullptr || chunks_refused_ || len > HugeChunkPool::kChunkBytes / 4) {
+      return MemTableRep::Allocate(len, buf);
+    }
+    if (len > chunk_left_) {
+      char* chunk = chunk_pool_->Take();
+      if (chunk == nullptr) {
+        chunks_refused_ = true;
+        return MemTableRep::Allocate(len, buf);
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        chunks_.push_back(chunk);
+      }
+      chunk_bytes_.fetch_add(HugeChunkPool::kChunkBytes, std::memory_order_relaxed);
+      if (write_buffers_ != nullptr) write_buffers_->ReserveMem(HugeChunkPool::kChunkBytes);
+      chunk_next_ = chunk;
+      chunk_left_ = HugeChunkPool::kChunkBytes;
+    }
+    *buf = chunk_next_;
+    chunk_next_ += len;
+    chunk_left_ -= len;
+    return *buf;
+  }
 
   // The entry is complete when RocksDB inserts it, so its prefix is read
   // here, while it is still in the cache, and never again: the flush sorts
@@ -126,15 +175,21 @@ class RunMemTableRep : public MemTableRep {
 
   void MarkReadOnly() override {
     absl::MutexLock lock(&mu_);
+    if (!read_only_ && write_buffers_ != nullptr) {
+      // No more chunks: the write buffer manager stops counting them as
+      // memory being filled (RocksDB's tracker does the same for the arena).
+      write_buffers_->ScheduleFreeMem(chunk_bytes_.load(std::memory_order_relaxed));
+    }
     read_only_ = true;
   }
 
-  // All the memory of this rep beyond the arena: RocksDB adds it to the
-  // arena's to decide when the memtable is full, so memtables stay within
-  // write_buffer_size, flush included (the sort needs no other array).
+  // All the memory of this rep beyond the arena, the sort items and the
+  // chunks: RocksDB adds it to the arena's to decide when the memtable is
+  // full, so memtables stay within write_buffer_size, flush included (the
+  // sort needs no other array).
   size_t ApproximateMemoryUsage() override {
     absl::MutexLock lock(&mu_);
-    return entries_.capacity() * sizeof(Item);
+    return entries_.capacity() * sizeof(Item) + chunk_bytes_.load(std::memory_order_relaxed);
   }
 
   Iterator* GetIterator(rocksdb::Arena* arena) override {
@@ -257,7 +312,17 @@ class RunMemTableRep : public MemTableRep {
   };
 
   const KeyComparator& compare_;
+  // Constant after construction; either may be null.
+  const std::shared_ptr<HugeChunkPool> chunk_pool_;
+  const std::shared_ptr<rocksdb::WriteBufferManager> write_buffers_;
+  // The writing thread's: where the next entry goes in the newest chunk.
+  char* chunk_next_ = nullptr;
+  size_t chunk_left_ = 0;
+  bool chunks_refused_ = false;
+  // Bytes of the chunks taken (written by the writing thread only).
+  std::atomic<size_t> chunk_bytes_{0};
   mutable absl::Mutex mu_;
+  std::vector<char*> chunks_ ABSL_GUARDED_BY(mu_);
   std::vector<Item> entries_ ABSL_GUARDED_BY(mu_);
   bool read_only_ ABSL_GUARDED_BY(mu_) = false;
   // Non-owning alias of entries_ once sorted (entries_ no longer changes).
@@ -270,7 +335,7 @@ class RunMemTableRep : public MemTableRep {
 rocksdb::MemTableRep* RunMemTableFactory::CreateMemTableRep(
     const rocksdb::MemTableRep::KeyComparator& compare, rocksdb::Allocator* allocator,
     const rocksdb::SliceTransform* /*prefix_extractor*/, rocksdb::Logger* /*logger*/) {
-  return new RunMemTableRep(compare, allocator);
+  return new RunMemTableRep(compare, allocator, chunks_, write_buffers_);
 }
 
 }  // namespace rocksort::store

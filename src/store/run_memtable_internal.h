@@ -16,17 +16,35 @@
 // Why it matters: in profiles the comparator-driven sort was ~8% of all CPU
 // of a sort; see docs/benchmarks.md for the measured difference.
 //
+// Given a HugeChunkPool, the rep also stores the entries themselves, in
+// huge-page chunks instead of RocksDB's arena (huge_chunks_internal.h), and
+// reports the chunks to the write buffer manager as RocksDB reports arena
+// blocks, so the manager's cap on all memtables counts them.
+//
 // Thread-safety: one writer (allow_concurrent_memtable_write must be false,
 // as the factory reports), any number of concurrent iterators.
 #ifndef ROCKSORT_STORE_RUN_MEMTABLE_INTERNAL_H_
 #define ROCKSORT_STORE_RUN_MEMTABLE_INTERNAL_H_
 
+#include <memory>
+#include <utility>
+
 #include "rocksdb/memtablerep.h"
+#include "rocksdb/write_buffer_manager.h"
+#include "store/huge_chunks_internal.h"
 
 namespace rocksort::store {
 
 class RunMemTableFactory : public rocksdb::MemTableRepFactory {
  public:
+  // Entries in RocksDB's arena.
+  RunMemTableFactory() = default;
+  // Entries in `chunks`' chunks (if not null), each counted with
+  // `write_buffers` (if not null: the DB's write buffer manager).
+  RunMemTableFactory(std::shared_ptr<HugeChunkPool> chunks,
+                     std::shared_ptr<rocksdb::WriteBufferManager> write_buffers)
+      : chunks_(std::move(chunks)), write_buffers_(std::move(write_buffers)) {}
+
   static const char* kClassName() { return "RocksortRunMemTableFactory"; }
   const char* Name() const override { return kClassName(); }
 
@@ -36,6 +54,10 @@ class RunMemTableFactory : public rocksdb::MemTableRepFactory {
                                           const rocksdb::SliceTransform* prefix_extractor,
                                           rocksdb::Logger* logger) override;
   bool IsInsertConcurrentlySupported() const override { return false; }
+
+ private:
+  const std::shared_ptr<HugeChunkPool> chunks_;
+  const std::shared_ptr<rocksdb::WriteBufferManager> write_buffers_;
 };
 
 }  // namespace rocksort::store

@@ -354,6 +354,7 @@ class TempStore::Impl {
     }
     SampleTempBytes();
     ReleaseFreedMemory();  // The memtables' blocks, kept by the heap while loading.
+    if (plan_.memtable_chunks != nullptr) plan_.memtable_chunks->Trim();  // And their chunks.
     report_.runs_after_load_per_lane = RunsPerLane(db, lanes());
     // The memtables are gone: the merges down to K runs (one per lane at
     // once) may be wider than the background ones, with the readahead their

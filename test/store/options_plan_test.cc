@@ -31,6 +31,18 @@ TEST(OptionsPlan, RunMemtableNeedsSerialInserts) {
   EXPECT_FALSE(plan.options.allow_concurrent_memtable_write);
 }
 
+// Huge-page chunks where a memtable holds at least 8 of them (16 MiB), so
+// that sealing a chunk at a time changes a run's size by a few percent at
+// most; smaller memtables keep their entries in RocksDB's arena.
+TEST(OptionsPlan, LargeMemtablesKeepTheirEntriesInHugePageChunks) {
+  EXPECT_EQ(MakePlan(Input(16 * kMiB, 2)).memtable_chunks, nullptr);    // -@ 2 -m 8M
+  EXPECT_EQ(MakePlan(Input(32 * kMiB, 2)).memtable_chunks, nullptr);    // 15.5 MiB memtables
+  EXPECT_NE(MakePlan(Input(64 * kMiB, 2)).memtable_chunks, nullptr);    // -@ 2 -m 32M
+  EXPECT_NE(MakePlan(Input(1536 * kMiB, 2)).memtable_chunks, nullptr);  // -@ 2 -m 768M
+  const SortPlan plan = MakePlan(Input(1536 * kMiB, 2));
+  EXPECT_GE(plan.options.write_buffer_size, 8 * HugeChunkPool::kChunkBytes);
+}
+
 TEST(OptionsPlan, MemtablesAndTheBatchStayWithinTheBudget) {
   for (uint64_t budget : {2 * kMiB, 16 * kMiB, 64 * kMiB, 768 * kMiB, 8192 * kMiB}) {
     SCOPED_TRACE(budget);

@@ -1,6 +1,8 @@
 #include "store/run_memtable_internal.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -8,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
+#include "rocksdb/write_buffer_manager.h"
 #include "test_util.h"
 
 namespace rocksort::store {
@@ -204,6 +207,102 @@ TEST(RunMemTableRepTest, KeysSharingALongPrefixSortByWhatFollowsIt) {
   // Only ties beyond 16 bytes after the shared prefix (none here) and equal
   // keys reach the comparator: far fewer calls than n log n.
   EXPECT_LT(sort_calls, kEntries * 2);
+}
+
+// With a chunk pool the rep stores the entries itself, and must account for
+// them as RocksDB's arena does: each chunk with the write buffer manager
+// while the memtable fills, no longer as mutable memory once it is read-only,
+// and not at all once it is gone, when the chunks go back to the pool.
+TEST(RunMemTableRepTest, ChunksCountWithTheWriteBufferManagerUntilTheMemtableDies) {
+  auto pool = std::make_shared<HugeChunkPool>();
+  auto write_buffers = std::make_shared<rocksdb::WriteBufferManager>(size_t{1} << 30);
+  RunMemTableFactory factory(pool, write_buffers);
+  UserKeyOrder order;
+  std::unique_ptr<rocksdb::MemTableRep> rep(
+      factory.CreateMemTableRep(order, /*allocator=*/nullptr, nullptr, nullptr));
+  // 12,000 entries of 300 bytes: 3.6 MB, two chunks.
+  constexpr int kEntries = 12000;
+  constexpr size_t kEntryBytes = 300;
+  std::mt19937_64 rng(13);
+  std::vector<std::string> keys;
+  for (int i = 0; i < kEntries; ++i) {
+    std::string key(16, '\0');
+    for (char& c : key) c = static_cast<char>(rng());
+    keys.push_back(key);
+    char* buf = nullptr;
+    rocksdb::KeyHandle handle = rep->Allocate(kEntryBytes, &buf);
+    ASSERT_EQ(static_cast<char*>(handle), buf);
+    // varint32 24, the key, an 8-byte trailer, then filler as a value.
+    buf[0] = 24;
+    std::memcpy(buf + 1, key.data(), 16);
+    std::memset(buf + 17, 0, 8);
+    std::memset(buf + 25, 'v', kEntryBytes - 25);
+    rep->Insert(handle);
+  }
+  constexpr size_t kChunk = HugeChunkPool::kChunkBytes;
+  EXPECT_EQ(pool->mapped_chunks(), 2u);
+  EXPECT_EQ(write_buffers->memory_usage(), 2 * kChunk);
+  EXPECT_EQ(write_buffers->mutable_memtable_memory_usage(), 2 * kChunk);
+  EXPECT_GE(rep->ApproximateMemoryUsage(), 2 * kChunk + kEntries * (16 + sizeof(char*)));
+
+  rep->MarkReadOnly();
+  EXPECT_EQ(write_buffers->memory_usage(), 2 * kChunk);
+  EXPECT_EQ(write_buffers->mutable_memtable_memory_usage(), 0u);
+  std::sort(keys.begin(), keys.end());
+  std::unique_ptr<rocksdb::MemTableRep::Iterator> it(rep->GetIterator(nullptr));
+  size_t i = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++i) {
+    ASSERT_LT(i, keys.size());
+    EXPECT_EQ(std::string(it->key() + 1, 16), keys[i]);
+    EXPECT_EQ(it->key()[kEntryBytes - 1], 'v');
+  }
+  EXPECT_EQ(i, keys.size());
+  it.reset();
+
+  rep.reset();
+  EXPECT_EQ(write_buffers->memory_usage(), 0u);
+  EXPECT_EQ(pool->mapped_chunks(), 2u);  // Kept for the next memtable.
+  EXPECT_EQ(pool->Trim(), 2 * kChunk);
+}
+
+// Through a DB: entries in chunks, and values too large for a chunk's
+// quarter in RocksDB's arena, all read back before and after the flush.
+TEST(RunMemTableRepTest, ChunkedMemtableKeepsEveryEntryIncludingLargeOnes) {
+  test_util::ScratchDir dir;
+  auto pool = std::make_shared<HugeChunkPool>();
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.write_buffer_size = 64 << 20;
+  options.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(size_t{256} << 20);
+  options.memtable_factory =
+      std::make_shared<RunMemTableFactory>(pool, options.write_buffer_manager);
+  options.allow_concurrent_memtable_write = false;
+  options.disable_auto_compactions = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, dir.File("db"), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::map<std::string, std::string> expected;
+  std::mt19937_64 rng(17);
+  for (int i = 0; i < 20000; ++i) {
+    const std::string key = std::to_string(rng());
+    const size_t size = i % 5000 == 0 ? (size_t{1} << 20) : 200 + rng() % 400;
+    expected[key] = std::string(size, static_cast<char>('a' + i % 26));
+    ASSERT_TRUE(db->Put({}, key, expected[key]).ok());
+  }
+  EXPECT_GT(pool->mapped_chunks(), 0u);
+  const auto scan = [&db] {
+    std::map<std::string, std::string> got;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      got[it->key().ToString()] = it->value().ToString();
+    }
+    EXPECT_TRUE(it->status().ok());
+    return got;
+  };
+  EXPECT_TRUE(scan() == expected);
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  EXPECT_TRUE(scan() == expected);
+  ASSERT_TRUE(db->Close().ok());
 }
 
 }  // namespace

@@ -1,0 +1,64 @@
+// File: store/huge_chunks_internal.h  (internal to store/ and its tests)
+// -----------------------------------------------------------------------------
+// Memory for memtable entries in chunks of one transparent huge page (2 MiB,
+// aligned, advised MADV_HUGEPAGE), reused from memtable to memtable.
+//
+// Why: the flush of a memtable reads its entries in key order, which is a
+// random order over the whole memtable. With 4 KiB pages every entry costs a
+// TLB miss, and on a virtual machine each miss walks two page tables: at
+// -m 768M the flush threads spent a third of their CPU time on it (measured:
+// 10.3 against 6.9 CPU s for the same flushes on huge pages). Filling the
+// memory costs one fault per 2 MiB instead of one per 4 KiB (476,586 minor
+// faults of the sort against 11,166).
+//
+// The pool keeps every chunk returned to it, already faulted in, for the next
+// memtable, as the heap kept RocksDB's arena blocks; Trim() unmaps them once
+// no memtable will need them again (after loading). Where the kernel has no
+// transparent huge pages (or refuses the advice) the chunks are ordinary
+// pages and everything else works the same.
+//
+// Thread-safety: thread-safe; memtables are created by the writing thread
+// and freed by flush threads.
+#ifndef ROCKSORT_STORE_HUGE_CHUNKS_INTERNAL_H_
+#define ROCKSORT_STORE_HUGE_CHUNKS_INTERNAL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace rocksort::store {
+
+class HugeChunkPool {
+ public:
+  // One transparent huge page on x86-64 and arm64 with 4 KiB base pages.
+  static constexpr size_t kChunkBytes = size_t{2} << 20;
+
+  HugeChunkPool() = default;
+  HugeChunkPool(const HugeChunkPool&) = delete;
+  HugeChunkPool& operator=(const HugeChunkPool&) = delete;
+  // Unmaps every chunk. REQUIRES: every chunk taken was given back.
+  ~HugeChunkPool();
+
+  // A chunk of kChunkBytes, aligned to kChunkBytes: a returned one if any,
+  // else newly mapped. nullptr when the system refuses the mapping.
+  char* Take();
+  // Returns `chunk` (from Take) for reuse.
+  void Give(char* chunk);
+  // Unmaps the chunks given back; returns how many bytes were unmapped.
+  uint64_t Trim();
+
+  // Chunks mapped now, in use or free.
+  size_t mapped_chunks() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<char*> free_ ABSL_GUARDED_BY(mu_);
+  size_t mapped_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace rocksort::store
+
+#endif  // ROCKSORT_STORE_HUGE_CHUNKS_INTERNAL_H_
