@@ -31,6 +31,12 @@
 
 namespace rocksort::store {
 
+// `bytes` rounded up to whole huge pages, mapped, aligned to one, and
+// advised MADV_HUGEPAGE; nullptr when the system refuses the mapping.
+// Unmap with UnmapHugePages and the same `bytes`.
+char* MapHugePages(size_t bytes);
+void UnmapHugePages(char* pages, size_t bytes);
+
 class HugeChunkPool {
  public:
   // One transparent huge page on x86-64 and arm64 with 4 KiB base pages.

@@ -19,13 +19,17 @@
 // Given a HugeChunkPool, the rep also stores the entries themselves, in
 // huge-page chunks instead of RocksDB's arena (huge_chunks_internal.h), and
 // reports the chunks to the write buffer manager as RocksDB reports arena
-// blocks, so the manager's cap on all memtables counts them.
+// blocks, so the manager's cap on all memtables counts them. Its item
+// array then starts as large as the last sealed memtable's, and arrays of
+// 2 MiB or more are on huge pages as well.
 //
 // Thread-safety: one writer (allow_concurrent_memtable_write must be false,
 // as the factory reports), any number of concurrent iterators.
 #ifndef ROCKSORT_STORE_RUN_MEMTABLE_INTERNAL_H_
 #define ROCKSORT_STORE_RUN_MEMTABLE_INTERNAL_H_
 
+#include <atomic>
+#include <cstddef>
 #include <memory>
 #include <utility>
 
@@ -58,6 +62,10 @@ class RunMemTableFactory : public rocksdb::MemTableRepFactory {
  private:
   const std::shared_ptr<HugeChunkPool> chunks_;
   const std::shared_ptr<rocksdb::WriteBufferManager> write_buffers_;
+  // How many entries the last memtable sealed held: a chunked memtable's
+  // item array starts that large.
+  const std::shared_ptr<std::atomic<size_t>> entries_hint_ =
+      std::make_shared<std::atomic<size_t>>(0);
 };
 
 }  // namespace rocksort::store

@@ -305,5 +305,38 @@ TEST(RunMemTableRepTest, ChunkedMemtableKeepsEveryEntryIncludingLargeOnes) {
   ASSERT_TRUE(db->Close().ok());
 }
 
+// A chunked memtable's item array starts as large as the last sealed
+// memtable's, instead of growing to it by halves, copied each time.
+TEST(RunMemTableRepTest, ChunkedMemtableStartsWithTheLastOnesItemCount) {
+  constexpr size_t kItemBytes = 16 + sizeof(char*);
+  constexpr int kEntries = 5000;
+  std::vector<std::string> entries(kEntries);
+  std::mt19937_64 rng(19);
+  for (std::string& e : entries) {
+    e = std::string(1, static_cast<char>(24));
+    for (int i = 0; i < 16; ++i) e.push_back(static_cast<char>(rng()));
+    e.append(8, '\0');
+  }
+  UserKeyOrder order;
+  for (const bool chunked : {true, false}) {
+    SCOPED_TRACE(chunked);
+    RunMemTableFactory factory = chunked ? RunMemTableFactory(std::make_shared<HugeChunkPool>(),
+                                                              /*write_buffers=*/nullptr)
+                                         : RunMemTableFactory();
+    std::unique_ptr<rocksdb::MemTableRep> first(
+        factory.CreateMemTableRep(order, /*allocator=*/nullptr, nullptr, nullptr));
+    for (std::string& e : entries) first->Insert(e.data());
+    first->MarkReadOnly();
+    std::unique_ptr<rocksdb::MemTableRep> second(
+        factory.CreateMemTableRep(order, /*allocator=*/nullptr, nullptr, nullptr));
+    second->Insert(entries[0].data());
+    if (chunked) {
+      EXPECT_EQ(second->ApproximateMemoryUsage(), kEntries * kItemBytes);
+    } else {
+      EXPECT_EQ(second->ApproximateMemoryUsage(), 1024 * kItemBytes);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rocksort::store
