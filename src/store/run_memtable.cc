@@ -10,6 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/allocator.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/write_buffer_manager.h"
 
@@ -39,21 +40,24 @@ struct Item {
 
 // The item arrays of large memtables (2.2 M items, 53 MiB, at -m 768M) on
 // transparent huge pages too: the sort and the flush walk them, and
-// malloc would map them in base pages, faulted in one at a time.
+// malloc maps arrays above its mmap threshold afresh for each memtable, in
+// base pages faulted in one at a time. Smaller arrays stay on the heap,
+// which reuses them from memtable to memtable without a fault.
 template <typename T>
 struct ItemAllocator {
   using value_type = T;
   ItemAllocator() = default;
   template <typename U>
   explicit ItemAllocator(const ItemAllocator<U>& /*other*/) {}
+  static bool OnHeap(size_t n) { return n * sizeof(T) < kHeapBlockLimit; }
   T* allocate(size_t n) {
-    if (n * sizeof(T) < HugeChunkPool::kChunkBytes) return std::allocator<T>().allocate(n);
+    if (OnHeap(n)) return std::allocator<T>().allocate(n);
     char* pages = MapHugePages(n * sizeof(T));
     if (pages == nullptr) throw std::bad_alloc();
     return reinterpret_cast<T*>(pages);
   }
   void deallocate(T* p, size_t n) {
-    if (n * sizeof(T) < HugeChunkPool::kChunkBytes) {
+    if (OnHeap(n)) {
       std::allocator<T>().deallocate(p, n);
     } else {
       UnmapHugePages(reinterpret_cast<char*>(p), n * sizeof(T));

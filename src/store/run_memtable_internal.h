@@ -20,8 +20,8 @@
 // huge-page chunks instead of RocksDB's arena (huge_chunks_internal.h), and
 // reports the chunks to the write buffer manager as RocksDB reports arena
 // blocks, so the manager's cap on all memtables counts them. Its item
-// array then starts as large as the last sealed memtable's, and arrays of
-// 2 MiB or more are on huge pages as well.
+// array then starts as large as the last sealed memtable's. Item arrays
+// too large for the heap (common/allocator.h) are on huge pages as well.
 //
 // Thread-safety: one writer (allow_concurrent_memtable_write must be false,
 // as the factory reports), any number of concurrent iterators.
