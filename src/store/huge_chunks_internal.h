@@ -5,11 +5,10 @@
 //
 // Why: the flush of a memtable reads its entries in key order, which is a
 // random order over the whole memtable. With 4 KiB pages every entry costs a
-// TLB miss, and on a virtual machine each miss walks two page tables: at
-// -m 768M the flush threads spent a third of their CPU time on it (measured:
-// 10.3 against 6.9 CPU s for the same flushes on huge pages). Filling the
-// memory costs one fault per 2 MiB instead of one per 4 KiB (476,586 minor
-// faults of the sort against 11,166).
+// TLB miss, and on a virtual machine each miss walks two page tables
+// (measured on the realistic input at -@ 2 -m 768M: flushes of 28.8-29.6 CPU
+// s on huge pages against 31.8-33.0; docs/benchmarks.md). Filling the memory
+// costs one fault per 2 MiB instead of one per 4 KiB.
 //
 // The pool keeps every chunk returned to it, already faulted in, for the next
 // memtable, as the heap kept RocksDB's arena blocks; Trim() unmaps them once

@@ -142,7 +142,7 @@ class RunMemTableRep : public MemTableRep {
   ~RunMemTableRep() override {
     // As RocksDB's own tracker does for arena blocks when a memtable dies.
     absl::MutexLock lock(&mu_);
-    const size_t reserved = chunk_bytes_.load(std::memory_order_relaxed);
+    const size_t reserved = ChunkBytes();
     if (write_buffers_ != nullptr && reserved > 0) {
       if (!read_only_) write_buffers_->ScheduleFreeMem(reserved);
       write_buffers_->FreeMem(reserved);
@@ -171,7 +171,6 @@ class RunMemTableRep : public MemTableRep {
         absl::MutexLock lock(&mu_);
         chunks_.push_back(chunk);
       }
-      chunk_bytes_.fetch_add(HugeChunkPool::kChunkBytes, std::memory_order_relaxed);
       if (write_buffers_ != nullptr) write_buffers_->ReserveMem(HugeChunkPool::kChunkBytes);
       chunk_next_ = chunk;
       chunk_left_ = HugeChunkPool::kChunkBytes;
@@ -217,7 +216,7 @@ class RunMemTableRep : public MemTableRep {
     if (!read_only_ && write_buffers_ != nullptr) {
       // No more chunks: the write buffer manager stops counting them as
       // memory being filled (RocksDB's tracker does the same for the arena).
-      write_buffers_->ScheduleFreeMem(chunk_bytes_.load(std::memory_order_relaxed));
+      write_buffers_->ScheduleFreeMem(ChunkBytes());
     }
     if (!read_only_ && entries_hint_ != nullptr) {
       entries_hint_->store(entries_.size(), std::memory_order_relaxed);
@@ -231,7 +230,7 @@ class RunMemTableRep : public MemTableRep {
   // sort needs no other array).
   size_t ApproximateMemoryUsage() override {
     absl::MutexLock lock(&mu_);
-    return entries_.capacity() * sizeof(Item) + chunk_bytes_.load(std::memory_order_relaxed);
+    return entries_.capacity() * sizeof(Item) + ChunkBytes();
   }
 
   Iterator* GetIterator(rocksdb::Arena* arena) override {
@@ -363,8 +362,11 @@ class RunMemTableRep : public MemTableRep {
   char* chunk_next_ = nullptr;
   size_t chunk_left_ = 0;
   bool chunks_refused_ = false;
-  // Bytes of the chunks taken (written by the writing thread only).
-  std::atomic<size_t> chunk_bytes_{0};
+  // Bytes of the chunks taken.
+  size_t ChunkBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return chunks_.size() * HugeChunkPool::kChunkBytes;
+  }
+
   mutable absl::Mutex mu_;
   std::vector<char*> chunks_ ABSL_GUARDED_BY(mu_);
   Items entries_ ABSL_GUARDED_BY(mu_);
