@@ -60,8 +60,10 @@ std::string SortReport::ToText() const {
   if (emit_waits.has_value()) {
     absl::StrAppendFormat(&text,
                           "rocksort: emit: compressors waited %.2f s for records (summed over "
-                          "them), the final merge %.2f s for the compressors\n",
-                          emit_waits->compressors_idle_seconds, emit_waits->caller_blocked_seconds);
+                          "them), the final merge %.2f s for the compressors and %.2f s for "
+                          "the disk (%d block reads not prefetched in time)\n",
+                          emit_waits->compressors_idle_seconds, emit_waits->caller_blocked_seconds,
+                          s.final_stalled_seconds, s.final_stalled_reads);
   }
   // How busy each kind of thread was: CPU seconds, and per thread the share
   // of the phase's wall time.
@@ -124,6 +126,7 @@ std::string SortReport::ToJson() const {
       "  \"loader_read_seconds\": %.3f,\n  \"loader_write_seconds\": %.3f,\n"
       "  \"loader_merge_wait_seconds\": %.3f,\n"
       "  \"compressors_idle_seconds\": %s,\n  \"final_merge_blocked_seconds\": %s,\n"
+      "  \"final_merge_stalled_reads\": %d,\n  \"final_merge_stalled_seconds\": %.3f,\n"
       "  \"phases\": [\n%s\n  ],\n"
       "  \"wall_seconds\": %.3f,\n  \"cpu_seconds\": %.3f,\n  \"peak_rss_bytes\": %d\n"
       "}\n",
@@ -140,6 +143,7 @@ std::string SortReport::ToJson() const {
       s.merge_wait_seconds,
       emit_waits ? absl::StrFormat("%.3f", emit_waits->compressors_idle_seconds) : "null",
       emit_waits ? absl::StrFormat("%.3f", emit_waits->caller_blocked_seconds) : "null",
+      s.final_stalled_reads, s.final_stalled_seconds,
       absl::StrJoin(phase_items, ",\n"), wall_seconds, cpu_seconds, peak_rss_bytes);
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "common/thread_usage.h"
 
 namespace rocksort::store {
@@ -20,6 +21,9 @@ constexpr uint64_t kDropStep = 256 * 1024;
 // What a reader has passed is released in steps of at least this much: few
 // calls, each discarding a sizeable extent.
 constexpr uint64_t kReleaseStep = 4 * 1024 * 1024;
+// A reader's read that takes longer than this waited for the disk: a copy
+// of a block from the page cache takes tens of microseconds.
+constexpr absl::Duration kStalledRead = absl::Microseconds(500);
 
 // A table file whose sequential reader is kept ahead of the disk. Dropping
 // behind goes through the file's own descriptor: the POSIX file's
@@ -39,8 +43,11 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
     // Before the read: what comes after it is on its way while this read
     // waits (if it waits at all).
     Advance(offset, n);
+    const absl::Time start = absl::Now();
     rocksdb::IOStatus s =
         FSRandomAccessFileOwnerWrapper::Read(offset, n, options, result, scratch, dbg);
+    const absl::Duration took = absl::Now() - start;
+    if (took > kStalledRead) fs_->CountStalledRead(took);
     ReleaseBehind(offset, n);
     return s;
   }
@@ -158,6 +165,16 @@ void PrefetchFileSystem::SetReleaseBehind(uint64_t lag, ReleaseFunction release)
 void PrefetchFileSystem::Release(const std::string& path, uint64_t offset, uint64_t length) {
   absl::MutexLock lock(&release_mu_);
   if (release_) release_(path, offset, length);
+}
+
+void PrefetchFileSystem::CountStalledRead(absl::Duration took) {
+  stalled_reads_.fetch_add(1, std::memory_order_relaxed);
+  stalled_nanos_.fetch_add(absl::ToInt64Nanoseconds(took), std::memory_order_relaxed);
+}
+
+PrefetchFileSystem::ReadStalls PrefetchFileSystem::read_stalls() const {
+  return {stalled_reads_.load(std::memory_order_relaxed),
+          stalled_nanos_.load(std::memory_order_relaxed) / 1e9};
 }
 
 PrefetchFileSystem::Settings PrefetchFileSystem::settings() const {

@@ -71,6 +71,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "rocksdb/file_system.h"
 
 namespace rocksort::store {
@@ -107,6 +108,13 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
 
   // Bytes read ahead so far, for the report.
   uint64_t prefetched_bytes() const { return prefetched_.load(std::memory_order_relaxed); }
+  // Readers' reads so far that waited for the disk (took over 0.5 ms: the
+  // prefetch had not brought their pages in), and their wall time.
+  struct ReadStalls {
+    uint64_t reads = 0;
+    double seconds = 0;
+  };
+  ReadStalls read_stalls() const;
 
   // Used by the files.
   struct Settings {
@@ -121,6 +129,7 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
   void Enqueue(std::shared_ptr<const std::string> path, uint64_t offset, uint64_t length);
   uint64_t release_lag() const { return release_lag_.load(std::memory_order_acquire); }
   void Release(const std::string& path, uint64_t offset, uint64_t length);
+  void CountStalledRead(absl::Duration took);
 
  private:
   struct Request {
@@ -135,6 +144,8 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<uint64_t> lead_{0};
   std::atomic<FirstRead> first_read_{FirstRead::kWholeChunk};
   std::atomic<uint64_t> prefetched_{0};
+  std::atomic<uint64_t> stalled_reads_{0};
+  std::atomic<int64_t> stalled_nanos_{0};
   std::atomic<uint64_t> release_lag_{0};
   absl::Mutex release_mu_;
   ReleaseFunction release_ ABSL_GUARDED_BY(release_mu_);

@@ -402,6 +402,8 @@ class TempStore::Impl {
         kReleaseLag, [fs = scratch_fs_](const std::string& path, uint64_t offset, uint64_t length) {
           fs->ReleaseRange(path, offset, length);
         });
+    final_stalls_start_ = prefetch_fs_->read_stalls();
+    final_started_ = true;
     auto merger = std::make_unique<RunMerger>(std::move(runs), report_.final_readahead);
     RETURN_IF_ERROR(merger->Start());
     return std::unique_ptr<SortedReader>(std::move(merger));
@@ -418,6 +420,11 @@ class TempStore::Impl {
     absl::MutexLock lock(&peak_mu_);
     report.peak_temp_bytes = peak_temp_bytes_;
     report.released_bytes = scratch_fs_ == nullptr ? 0 : scratch_fs_->released_bytes();
+    if (final_started_) {
+      const PrefetchFileSystem::ReadStalls now = prefetch_fs_->read_stalls();
+      report.final_stalled_reads = now.reads - final_stalls_start_.reads;
+      report.final_stalled_seconds = now.seconds - final_stalls_start_.seconds;
+    }
     return report;
   }
 
@@ -535,6 +542,9 @@ class TempStore::Impl {
   std::unique_ptr<rocksdb::Env> env_;
   SortPlan plan_;
   Readahead final_readahead_;
+  // The prefetch file system's stalled reads when the final merge began.
+  bool final_started_ = false;
+  PrefetchFileSystem::ReadStalls final_stalls_start_;
   StoreReport report_;
   std::shared_ptr<DbStatsListener> stats_;
   std::shared_ptr<rocksdb::SstFileManager> sst_files_;

@@ -113,6 +113,10 @@ struct StoreReport {
   int final_index_reads = 0;
   uint64_t peak_temp_bytes = 0;           // Largest total size of the runs seen.
   uint64_t released_bytes = 0;            // Of the runs, freed behind the final merge.
+  // The final merge's block reads that waited for the disk (the prefetch had
+  // not brought their pages in), and the wall time they took.
+  uint64_t final_stalled_reads = 0;
+  double final_stalled_seconds = 0;
   // What the page cache can hold for this process as the final merge
   // begins (common/memory_info.h), and where that figure comes from.
   uint64_t cache_room_bytes = 0;

@@ -273,15 +273,20 @@ TEST(SortReportTest, LoadAndEmitWaitsAreReported) {
       json, "\"compressors_idle_seconds\": null,\n  \"final_merge_blocked_seconds\": null,"))
       << json;
   report.emit_waits = output::RecordSink::Waits{3.5, 4.25};
+  report.store.final_stalled_reads = 12;
+  report.store.final_stalled_seconds = 0.75;
   text = report.ToText();
   EXPECT_TRUE(
       absl::StrContains(text,
                         "rocksort: emit: compressors waited 3.50 s for records (summed over "
-                        "them), the final merge 4.25 s for the compressors\n"))
+                        "them), the final merge 4.25 s for the compressors and 0.75 s for the "
+                        "disk (12 block reads not prefetched in time)\n"))
       << text;
   json = report.ToJson();
   EXPECT_TRUE(absl::StrContains(
-      json, "\"compressors_idle_seconds\": 3.500,\n  \"final_merge_blocked_seconds\": 4.250,"))
+      json,
+      "\"compressors_idle_seconds\": 3.500,\n  \"final_merge_blocked_seconds\": 4.250,\n"
+      "  \"final_merge_stalled_reads\": 12,\n  \"final_merge_stalled_seconds\": 0.750,"))
       << json;
 }
 

@@ -251,5 +251,60 @@ TEST_F(PrefetchFsTest, OnlyTableFilesAreReadAhead) {
   EXPECT_EQ(fs_->prefetched_bytes(), 0u);
 }
 
+// A file system whose files take 2 ms for every read, as a disk would.
+class SlowFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  SlowFileSystem() : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  static const char* kClassName() { return "SlowFileSystem"; }
+  const char* Name() const override { return kClassName(); }
+  rocksdb::IOStatus NewRandomAccessFile(const std::string& fname,
+                                        const rocksdb::FileOptions& options,
+                                        std::unique_ptr<rocksdb::FSRandomAccessFile>* result,
+                                        rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewRandomAccessFile(fname, options, result, dbg);
+    if (s.ok()) *result = std::make_unique<SlowFile>(std::move(*result));
+    return s;
+  }
+
+ private:
+  class SlowFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
+   public:
+    using rocksdb::FSRandomAccessFileOwnerWrapper::FSRandomAccessFileOwnerWrapper;
+    rocksdb::IOStatus Read(uint64_t offset, size_t n, const rocksdb::IOOptions& options,
+                           rocksdb::Slice* result, char* scratch,
+                           rocksdb::IODebugContext* dbg) const override {
+      absl::SleepFor(absl::Milliseconds(2));
+      return FSRandomAccessFileOwnerWrapper::Read(offset, n, options, result, scratch, dbg);
+    }
+  };
+};
+
+TEST(PrefetchFsStallTest, ReadsThatWaitAreCountedWithTheirTime) {
+  test_util::ScratchDir dir;
+  const std::string path = dir.File("000001.sst");
+  {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    std::vector<char> block(64 * kKiB, 'x');
+    ASSERT_EQ(::write(fd, block.data(), block.size()), static_cast<ssize_t>(block.size()));
+    ::close(fd);
+  }
+  PrefetchFileSystem fs(std::make_shared<SlowFileSystem>(), /*readers=*/1);
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+  ASSERT_TRUE(fs.NewRandomAccessFile(path, rocksdb::FileOptions(), &file, nullptr).ok());
+  EXPECT_EQ(fs.read_stalls().reads, 0u);
+  std::vector<char> scratch(4 * kKiB);
+  rocksdb::Slice result;
+  for (uint64_t offset : {0u, 8192u, 16384u}) {
+    ASSERT_TRUE(
+        file->Read(offset, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(), nullptr)
+            .ok());
+  }
+  const PrefetchFileSystem::ReadStalls stalls = fs.read_stalls();
+  EXPECT_EQ(stalls.reads, 3u);
+  EXPECT_GE(stalls.seconds, 0.006);
+  EXPECT_LT(stalls.seconds, 10.0);
+}
+
 }  // namespace
 }  // namespace rocksort::store
