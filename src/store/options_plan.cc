@@ -40,6 +40,9 @@ constexpr uint64_t kMinMergeBudget = 4 * kMiB;
 constexpr uint64_t kBasePageCache = 128 * kMiB;
 constexpr uint64_t kMaxPageCache = 256 * kMiB;
 
+// The final merge's lead is at most this many chunks.
+constexpr uint64_t kFinalLeadChunks = 8;
+
 // A run on disk holds about this much per byte of memtable: records are ~90%
 // of a memtable and LZ4 keeps ~60% of real reads' bytes (zstd less).
 constexpr double kRunBytesPerBuffered = 0.55;
@@ -355,8 +358,12 @@ uint64_t WholeRequests(uint64_t bytes, uint64_t request_bytes, bool nearest) {
 
 Readahead FinalReadahead(const SortPlan& plan, int runs) {
   const uint64_t share = plan.page_cache_budget / std::max(1, runs);
-  return {FitChunk(Minus(share, plan.lead), plan.min_chunk, plan.max_chunk, plan.request_bytes),
-          plan.lead};
+  const uint64_t chunk =
+      FitChunk(Minus(share, plan.lead), plan.min_chunk, plan.max_chunk, plan.request_bytes);
+  // What the share holds beyond its chunk deepens the lead: a few runs, each
+  // consumed at a few MB/s, then ride out a disk busy writing the output
+  // for a second or more (a lead of 64 KiB lasts ~20 ms there).
+  return {chunk, std::clamp(Minus(share, chunk), plan.lead, kFinalLeadChunks * chunk)};
 }
 
 uint64_t ExpectedScratchPeak(uint64_t size_hint, RunCompression compression) {

@@ -172,7 +172,8 @@ SortPlan MakePlan(const PolicyInput& input);
 
 // The readahead of a final merge over `runs` runs: the page cache budget
 // shared by the runs, less the lead, between min_chunk and max_chunk, in
-// whole device requests.
+// whole device requests; what the share holds beyond the chunk is the lead,
+// from the plan's lead up to 8 chunks.
 Readahead FinalReadahead(const SortPlan& plan, int runs);
 
 // `bytes` as a whole number (at least one) of device requests of

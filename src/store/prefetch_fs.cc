@@ -152,7 +152,7 @@ PrefetchFileSystem::~PrefetchFileSystem() {
 
 void PrefetchFileSystem::SetReadahead(uint64_t chunk, uint64_t lead, FirstRead first_read) {
   chunk_.store(chunk, std::memory_order_relaxed);
-  lead_.store(std::min(lead, chunk), std::memory_order_relaxed);
+  lead_.store(lead, std::memory_order_relaxed);
   first_read_.store(first_read, std::memory_order_relaxed);
 }
 
@@ -183,7 +183,12 @@ PrefetchFileSystem::Settings PrefetchFileSystem::settings() const {
 }
 
 uint64_t PrefetchFileSystem::NextFirstRead(const Settings& settings) {
-  if (settings.first_read == FirstRead::kWholeChunk || settings.chunk <= settings.lead) {
+  // Up to a lead shorter than the chunk, or half a chunk, at once; the rest
+  // of the chunk staggered.
+  const uint64_t floor =
+      settings.lead < settings.chunk ? settings.lead : (settings.chunk / 2) & ~(kPage - 1);
+  if (settings.first_read == FirstRead::kWholeChunk || settings.chunk <= floor ||
+      settings.chunk < 2 * kPage) {
     return settings.chunk;
   }
   // frac(n x (sqrt(5) - 1) / 2) in 32-bit fixed point: successive windows
@@ -191,9 +196,9 @@ uint64_t PrefetchFileSystem::NextFirstRead(const Settings& settings) {
   constexpr uint64_t kGoldenFraction = 2654435769u;
   const uint64_t n = windows_.fetch_add(1, std::memory_order_relaxed) + 1;
   const uint64_t fraction = (n * kGoldenFraction) & 0xffffffffu;
-  const uint64_t spread = settings.chunk - settings.lead;
+  const uint64_t spread = settings.chunk - floor;
   const uint64_t extra = ((spread >> 12) * fraction >> 32) << 12;
-  return settings.lead + extra;
+  return floor + extra;
 }
 
 void PrefetchFileSystem::Enqueue(std::shared_ptr<const std::string> path, uint64_t offset,

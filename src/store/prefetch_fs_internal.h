@@ -95,9 +95,9 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
                                         rocksdb::IODebugContext* dbg) override;
 
   // Reads `chunk` bytes at a time, queued when a reader gets within `lead`
-  // bytes of what was queued before (lead <= chunk), a window's first read
-  // as `first_read` says. chunk 0 turns prefetching (and dropping behind)
-  // off.
+  // bytes of what was queued before (a lead longer than the chunk keeps
+  // several chunks queued ahead), a window's first read as `first_read`
+  // says. chunk 0 turns prefetching (and dropping behind) off.
   void SetReadahead(uint64_t chunk, uint64_t lead, FirstRead first_read);
 
   // From now on each table's reader releases what it has passed, `lag`
@@ -123,8 +123,9 @@ class PrefetchFileSystem : public rocksdb::FileSystemWrapper {
     FirstRead first_read = FirstRead::kWholeChunk;
   };
   Settings settings() const;
-  // The length of the next window's first read, in [lead, chunk], a whole
-  // number of pages unless it is the chunk.
+  // The length of the next window's first read, in [lead, chunk] (for a
+  // lead of a chunk or more, [chunk / 2, chunk]), a whole number of pages
+  // unless it is the chunk.
   uint64_t NextFirstRead(const Settings& settings);
   void Enqueue(std::shared_ptr<const std::string> path, uint64_t offset, uint64_t length);
   uint64_t release_lag() const { return release_lag_.load(std::memory_order_acquire); }

@@ -104,7 +104,8 @@ TEST(OptionsPlan, FinalMergeFitsItsMemoryAndThePageCache) {
           const Readahead r = FinalReadahead(plan, runs);
           EXPECT_GE(r.chunk, plan.min_chunk);
           EXPECT_LE(r.chunk, plan.max_chunk);
-          EXPECT_LE(r.lead, r.chunk);
+          EXPECT_GE(r.lead, plan.lead);
+          EXPECT_LE(r.lead, std::max(plan.lead, 8 * r.chunk));
           if (runs == plan.max_final_runs) {
             EXPECT_LE(static_cast<uint64_t>(runs) * (r.chunk + r.lead),
                       std::max<uint64_t>(plan.page_cache_budget, 2 * (r.chunk + r.lead)));
@@ -113,6 +114,22 @@ TEST(OptionsPlan, FinalMergeFitsItsMemoryAndThePageCache) {
         EXPECT_EQ(FinalReadahead(plan, 1).chunk, plan.max_chunk);
       }
     }
+  }
+}
+
+TEST(OptionsPlan, AFinalMergeOfFewRunsReadsSeveralChunksAhead) {
+  for (DiskKind disk : {DiskKind::kHdd, DiskKind::kSsd}) {
+    const SortPlan plan = MakePlan(Input(768 * kMiB, 2, 0, disk));
+    // Twelve runs (-m 768M on 7 GB): the page cache budget gives each run
+    // its largest chunk and a lead of several of them, within the budget.
+    const Readahead few = FinalReadahead(plan, 12);
+    EXPECT_EQ(few.chunk, plan.max_chunk);
+    EXPECT_GE(few.lead, 4 * few.chunk);
+    EXPECT_LE(few.lead, 8 * few.chunk);
+    EXPECT_LE(12 * (few.chunk + few.lead), plan.page_cache_budget);
+    // Hundreds of runs share the budget in chunks: the plan's own lead.
+    const Readahead many = FinalReadahead(plan, plan.max_final_runs);
+    EXPECT_LE(many.lead, std::max(plan.lead, plan.page_cache_budget / plan.max_final_runs));
   }
 }
 

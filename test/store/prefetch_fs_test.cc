@@ -166,13 +166,48 @@ TEST(PrefetchFsStaggerTest, FirstReadsSpreadEvenlyOverTheChunk) {
     EXPECT_GE(count, kWindows / 10 - 3);
     EXPECT_LE(count, kWindows / 10 + 3);
   }
-  // Whole first chunks, or a chunk no longer than the lead: whole chunks.
+  // Whole first chunks: whole chunks.
   PrefetchFileSystem::Settings whole = settings;
   whole.first_read = kWhole;
   EXPECT_EQ(fs.NextFirstRead(whole), whole.chunk);
-  EXPECT_EQ(fs.NextFirstRead({/*chunk=*/128 * kKiB, /*lead=*/128 * kKiB,
+}
+
+TEST(PrefetchFsStaggerTest, ALeadOfAChunkOrMoreStaggersTheSecondHalfOfTheChunk) {
+  PrefetchFileSystem fs(rocksdb::FileSystem::Default(), /*readers=*/1);
+  for (uint64_t lead : {1016 * kKiB, 8 * 1016 * kKiB}) {
+    const PrefetchFileSystem::Settings settings{/*chunk=*/1016 * kKiB, lead,
+                                                PrefetchFileSystem::FirstRead::kStaggered};
+    constexpr int kWindows = 100;
+    std::vector<int> tenths(10, 0);
+    for (int i = 0; i < kWindows; ++i) {
+      const uint64_t length = fs.NextFirstRead(settings);
+      ASSERT_GE(length, settings.chunk / 2);
+      ASSERT_LT(length, settings.chunk);
+      ASSERT_EQ(length % 4096, 0u);
+      ++tenths[(length - settings.chunk / 2) * 10 / (settings.chunk / 2)];
+    }
+    for (int count : tenths) {
+      EXPECT_GE(count, kWindows / 10 - 3) << lead;
+      EXPECT_LE(count, kWindows / 10 + 3) << lead;
+    }
+  }
+  // Nothing to stagger in a chunk of a page.
+  EXPECT_EQ(fs.NextFirstRead({/*chunk=*/4 * kKiB, /*lead=*/4 * kKiB,
                               PrefetchFileSystem::FirstRead::kStaggered}),
-            128 * kKiB);
+            4 * kKiB);
+}
+
+TEST_F(PrefetchFsTest, ALeadOfSeveralChunksKeepsThemAllQueued) {
+  fs_->SetReadahead(/*chunk=*/1 * kMiB, /*lead=*/3 * kMiB, kWhole);
+  // The first read reads its chunk, and the three after it are queued.
+  Read(0, 64 * kKiB);
+  EXPECT_TRUE(WaitResident(0, 4 * kMiB));
+  EXPECT_TRUE(WaitPrefetched(3 * kMiB));
+  // Moving a chunk on queues one more chunk, not more.
+  Read(kMiB, 64 * kKiB);
+  EXPECT_TRUE(WaitResident(4 * kMiB, kMiB));
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_LT(Resident(5 * kMiB, kSize - 5 * kMiB), kMiB / 2);
 }
 
 TEST_F(PrefetchFsTest, DropsWhatTheReaderHasPassed) {
