@@ -187,8 +187,7 @@ uint64_t PrefetchFileSystem::NextFirstRead(const Settings& settings) {
   // of the chunk staggered.
   const uint64_t floor =
       settings.lead < settings.chunk ? settings.lead : (settings.chunk / 2) & ~(kPage - 1);
-  if (settings.first_read == FirstRead::kWholeChunk || settings.chunk <= floor ||
-      settings.chunk < 2 * kPage) {
+  if (settings.first_read == FirstRead::kWholeChunk || settings.chunk < 2 * kPage) {
     return settings.chunk;
   }
   // frac(n x (sqrt(5) - 1) / 2) in 32-bit fixed point: successive windows

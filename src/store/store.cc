@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -403,7 +404,6 @@ class TempStore::Impl {
           fs->ReleaseRange(path, offset, length);
         });
     final_stalls_start_ = prefetch_fs_->read_stalls();
-    final_started_ = true;
     auto merger = std::make_unique<RunMerger>(std::move(runs), report_.final_readahead);
     RETURN_IF_ERROR(merger->Start());
     return std::unique_ptr<SortedReader>(std::move(merger));
@@ -420,10 +420,10 @@ class TempStore::Impl {
     absl::MutexLock lock(&peak_mu_);
     report.peak_temp_bytes = peak_temp_bytes_;
     report.released_bytes = scratch_fs_ == nullptr ? 0 : scratch_fs_->released_bytes();
-    if (final_started_) {
+    if (final_stalls_start_.has_value()) {
       const PrefetchFileSystem::ReadStalls now = prefetch_fs_->read_stalls();
-      report.final_stalled_reads = now.reads - final_stalls_start_.reads;
-      report.final_stalled_seconds = now.seconds - final_stalls_start_.seconds;
+      report.final_stalled_reads = now.reads - final_stalls_start_->reads;
+      report.final_stalled_seconds = now.seconds - final_stalls_start_->seconds;
     }
     return report;
   }
@@ -543,8 +543,7 @@ class TempStore::Impl {
   SortPlan plan_;
   Readahead final_readahead_;
   // The prefetch file system's stalled reads when the final merge began.
-  bool final_started_ = false;
-  PrefetchFileSystem::ReadStalls final_stalls_start_;
+  std::optional<PrefetchFileSystem::ReadStalls> final_stalls_start_;
   StoreReport report_;
   std::shared_ptr<DbStatsListener> stats_;
   std::shared_ptr<rocksdb::SstFileManager> sst_files_;
