@@ -142,7 +142,7 @@ class RunMemTableRep : public MemTableRep {
   ~RunMemTableRep() override {
     // As RocksDB's own tracker does for arena blocks when a memtable dies.
     absl::MutexLock lock(&mu_);
-    const size_t reserved = ChunkBytes();
+    const size_t reserved = ReservedBytes();
     if (write_buffers_ != nullptr && reserved > 0) {
       if (!read_only_) write_buffers_->ScheduleFreeMem(reserved);
       write_buffers_->FreeMem(reserved);
@@ -197,7 +197,13 @@ class RunMemTableRep : public MemTableRep {
       if (entries_.empty() && entries_hint_ != nullptr) {
         capacity = std::max(capacity, entries_hint_->load(std::memory_order_relaxed));
       }
+      const size_t before = ItemBytes();
       entries_.reserve(capacity);
+      // The items count with the write buffer manager too, as the chunks
+      // do: it caps all memtables together at the budget, and items it
+      // does not see (53 MiB per memtable at -m 768M) let it start a
+      // third memtable on top of two full ones.
+      if (write_buffers_ != nullptr) write_buffers_->ReserveMem(ItemBytes() - before);
     }
     entries_.push_back(item);
   }
@@ -214,9 +220,10 @@ class RunMemTableRep : public MemTableRep {
   void MarkReadOnly() override {
     absl::MutexLock lock(&mu_);
     if (!read_only_ && write_buffers_ != nullptr) {
-      // No more chunks: the write buffer manager stops counting them as
-      // memory being filled (RocksDB's tracker does the same for the arena).
-      write_buffers_->ScheduleFreeMem(ChunkBytes());
+      // No more chunks or items: the write buffer manager stops counting
+      // them as memory being filled (RocksDB's tracker does the same for
+      // the arena).
+      write_buffers_->ScheduleFreeMem(ReservedBytes());
     }
     if (!read_only_ && entries_hint_ != nullptr) {
       entries_hint_->store(entries_.size(), std::memory_order_relaxed);
@@ -230,7 +237,7 @@ class RunMemTableRep : public MemTableRep {
   // sort needs no other array).
   size_t ApproximateMemoryUsage() override {
     absl::MutexLock lock(&mu_);
-    return entries_.capacity() * sizeof(Item) + ChunkBytes();
+    return ReservedBytes();
   }
 
   Iterator* GetIterator(rocksdb::Arena* arena) override {
@@ -365,6 +372,14 @@ class RunMemTableRep : public MemTableRep {
   // Bytes of the chunks taken.
   size_t ChunkBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return chunks_.size() * HugeChunkPool::kChunkBytes;
+  }
+  // Bytes of the sort items' array.
+  size_t ItemBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return entries_.capacity() * sizeof(Item);
+  }
+  // What the rep has reserved with the write buffer manager.
+  size_t ReservedBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ChunkBytes() + ItemBytes();
   }
 
   mutable absl::Mutex mu_;

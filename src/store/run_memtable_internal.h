@@ -43,8 +43,9 @@ class RunMemTableFactory : public rocksdb::MemTableRepFactory {
  public:
   // Entries in RocksDB's arena.
   RunMemTableFactory() = default;
-  // Entries in `chunks`' chunks (if not null), each counted with
-  // `write_buffers` (if not null: the DB's write buffer manager).
+  // Entries in `chunks`' chunks (if not null); the chunks and the sort
+  // items count with `write_buffers` (if not null: the DB's write buffer
+  // manager), as RocksDB counts its arena there.
   RunMemTableFactory(std::shared_ptr<HugeChunkPool> chunks,
                      std::shared_ptr<rocksdb::WriteBufferManager> write_buffers)
       : chunks_(std::move(chunks)), write_buffers_(std::move(write_buffers)) {}
