@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -82,6 +83,27 @@ Item MakeItem(const char* entry) {
 Slice UserKey(const char* entry) {
   const Slice internal_key = rocksdb::GetLengthPrefixedSlice(entry);
   return Slice(internal_key.data(), internal_key.size() >= 8 ? internal_key.size() - 8 : 0);
+}
+
+// The flush reads the entries in key order, which is all over the memtable:
+// each entry is a cache miss on every line of it (~6 of 64 bytes at
+// 342-byte records) unless it is fetched ahead. The entry kFarAhead
+// positions on has its first line fetched, and the one kNearAhead on, whose
+// first line has arrived by then, its lengths read and the rest of it
+// (up to kMaxLines lines) fetched.
+constexpr size_t kNearAhead = 4;
+constexpr size_t kFarAhead = 12;
+constexpr size_t kMaxLines = 16;
+constexpr size_t kLine = 64;
+
+void PrefetchEntry(const char* entry) {
+  const Slice internal_key = rocksdb::GetLengthPrefixedSlice(entry);
+  const Slice value = rocksdb::GetLengthPrefixedSlice(internal_key.data() + internal_key.size());
+  const char* end = value.data() + value.size();
+  const char* line = reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(entry) & ~(kLine - 1));
+  for (size_t i = 1; i < kMaxLines && line + i * kLine < end; ++i) {
+    __builtin_prefetch(line + i * kLine);
+  }
 }
 
 // When every key starts with the same 16 bytes (read names, or a tag every
@@ -285,7 +307,10 @@ class RunMemTableRep : public MemTableRep {
 
     bool Valid() const override { return pos_ < entries_->size(); }
     const char* key() const override { return (*entries_)[pos_].entry; }
-    void Next() override { ++pos_; }
+    void Next() override {
+      ++pos_;
+      FetchAhead();
+    }
     void Prev() override { pos_ = pos_ == 0 ? entries_->size() : pos_ - 1; }
     void Seek(const Slice& internal_key, const char* memtable_key) override {
       pos_ = LowerBound(internal_key, memtable_key);
@@ -300,10 +325,21 @@ class RunMemTableRep : public MemTableRep {
         pos_ = upper == 0 ? entries_->size() : upper - 1;
       }
     }
-    void SeekToFirst() override { pos_ = 0; }
+    void SeekToFirst() override {
+      pos_ = 0;
+      const size_t n = std::min(entries_->size(), kFarAhead);
+      for (size_t i = 0; i < n; ++i) __builtin_prefetch((*entries_)[i].entry);
+      for (size_t i = 0; i < std::min(n, kNearAhead); ++i) PrefetchEntry((*entries_)[i].entry);
+    }
     void SeekToLast() override { pos_ = entries_->empty() ? 0 : entries_->size() - 1; }
 
    private:
+    // See kNearAhead: a flush steps through every entry with Next().
+    void FetchAhead() const {
+      const Items& items = *entries_;
+      if (pos_ + kFarAhead < items.size()) __builtin_prefetch(items[pos_ + kFarAhead].entry);
+      if (pos_ + kNearAhead < items.size()) PrefetchEntry(items[pos_ + kNearAhead].entry);
+    }
     int Compare(const char* entry, const Slice& internal_key, const char* memtable_key) const {
       return memtable_key != nullptr ? compare_(entry, memtable_key)
                                      : compare_(entry, internal_key);
