@@ -264,6 +264,10 @@ class TempStore::Impl {
     ASSIGN_OR_RETURN(
         temp_, TempDb::Create(options_.dir_prefix, plan_.options, plan_.lanes, options_.registry));
     temp_->set_await_deletes([fs = scratch_fs_] { fs->WaitForDeletes(); });
+    if (plan_.options.use_direct_io_for_flush_and_compaction && !temp_->direct_writes()) {
+      plan_.options.use_direct_io_for_flush_and_compaction = false;  // Refused by the FS.
+      report_.plan = DescribePlan(plan_);
+    }
     WarnIfShortOfSpace();
 
     batch_ = std::make_unique<rocksdb::WriteBatch>(plan_.batch_bytes + (size_t{1} << 20));

@@ -19,6 +19,30 @@
 #include "store/rocksdb_log_internal.h"
 
 namespace rocksort::store {
+namespace {
+
+// Whether a file in `dir` takes an O_DIRECT write of one 4 KiB page (the
+// probe file is removed). tmpfs refuses O_DIRECT at open; some file systems
+// only at the write.
+bool TakesDirectWrites(const std::string& dir) {
+  const std::string path = dir + "/direct-write-probe";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  constexpr size_t kPage = 4096;
+  void* page = nullptr;
+  bool ok = false;
+  if (::posix_memalign(&page, kPage, kPage) == 0) {
+    std::memset(page, 0, kPage);
+    ok = ::pwrite(fd, page, kPage, 0) == static_cast<ssize_t>(kPage);
+    std::free(page);
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
+  return ok;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix,
                                                        const rocksdb::Options& options, int lanes,
                                                        CleanupRegistry* registry) {
@@ -43,6 +67,10 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
   // missing directory before creating it.
   if (::mkdir(temp->db_path_.c_str(), 0700) != 0) {
     return ErrnoStatus(errno, absl::StrFormat("can't create directory \"%s\"", temp->db_path_));
+  }
+  if (db_wide.use_direct_io_for_flush_and_compaction && !TakesDirectWrites(temp->db_path_)) {
+    db_wide.use_direct_io_for_flush_and_compaction = false;
+    temp->options_.use_direct_io_for_flush_and_compaction = false;
   }
   rocksdb::DBOptions db_options(db_wide);
   db_options.create_missing_column_families = true;

@@ -32,7 +32,9 @@ class TempDb {
   // and "lane1", "lane2"... `registry` (may be null, not owned, must outlive
   // this) learns the directory for forced cleanup. Errors name the directory.
   // Without options.info_log the DB logs nothing (never a LOG file: see
-  // rocksdb_log_internal.h).
+  // rocksdb_log_internal.h). options.use_direct_io_for_flush_and_compaction
+  // is kept only where the directory's file system takes O_DIRECT writes
+  // (tmpfs and some network file systems refuse them): direct_writes().
   static absl::StatusOr<std::unique_ptr<TempDb>> Create(const std::string& prefix,
                                                         const rocksdb::Options& options, int lanes,
                                                         CleanupRegistry* registry);
@@ -46,6 +48,8 @@ class TempDb {
   const std::vector<rocksdb::ColumnFamilyHandle*>& lanes() const { return lanes_; }
   const std::string& dir() const { return dir_; }
   const std::string& db_path() const { return db_path_; }
+  // Whether runs are written with O_DIRECT (see Create).
+  bool direct_writes() const { return options_.use_direct_io_for_flush_and_compaction; }
 
   // Called by Destroy() after DestroyDB, before the directory is removed:
   // a file system that deletes in the background waits for its deletes.
@@ -65,7 +69,7 @@ class TempDb {
 
   const std::string dir_;
   const std::string db_path_;
-  const rocksdb::Options options_;
+  rocksdb::Options options_;  // Constant once the DB is open.
   CleanupRegistry* const registry_;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> lanes_;  // Owned; destroyed before db_.

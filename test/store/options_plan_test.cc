@@ -186,7 +186,8 @@ TEST(OptionsPlan, DescriptionShowsBackgroundMergesOnlyWhenTheyRun) {
   EXPECT_NE(planned.find(" merge(s) at a time, fan-in "), std::string::npos) << planned;
   in.allow_compaction = false;
   const std::string off = DescribePlan(MakePlan(in));
-  EXPECT_NE(off.find("compaction off, merges after loading fan-in <= "), std::string::npos) << off;
+  EXPECT_NE(off.find("compaction off, runs written "), std::string::npos) << off;
+  EXPECT_NE(off.find(", merges after loading fan-in <= "), std::string::npos) << off;
   EXPECT_EQ(off.find("at a time"), std::string::npos) << off;
   in.allow_compaction = true;
   in.size_hint = 0;
@@ -210,6 +211,27 @@ TEST(OptionsPlan, ModerateMemoryWritesEveryRecordOnce) {
   const SortPlan plan = MakePlan(Input(64 * kMiB, 2, 7 * 1024 * kMiB, DiskKind::kHdd));
   EXPECT_EQ(plan.compaction, CompactionMode::kOff);
   EXPECT_LE(plan.expected_runs, static_cast<uint64_t>(plan.max_final_runs));
+}
+
+// Runs that only the final merge reads skip the page cache (the kernel's
+// copy into it cost the flushes CPU for pages nobody reads soon); runs
+// merged while loading are read back from it, and so may be a pipe's.
+TEST(OptionsPlan, RunsOnlyTheFinalMergeReadsAreWrittenDirect) {
+  const auto direct = [](const PolicyInput& in) {
+    const SortPlan plan = MakePlan(in);
+    EXPECT_FALSE(plan.options.use_direct_reads);
+    EXPECT_EQ(plan.options.use_direct_io_for_flush_and_compaction,
+              DescribePlan(plan).find("runs written direct") != std::string::npos);
+    return plan.options.use_direct_io_for_flush_and_compaction;
+  };
+  constexpr uint64_t kSize = 7 * 1024 * kMiB;
+  EXPECT_TRUE(direct(Input(1536 * kMiB, 2, kSize)));                  // -@ 2 -m 768M
+  EXPECT_TRUE(direct(Input(64 * kMiB, 2, kSize, DiskKind::kHdd)));    // -@ 2 -m 32M
+  EXPECT_FALSE(direct(Input(16 * kMiB, 2, kSize, DiskKind::kHdd)));   // -@ 2 -m 8M: planned
+  EXPECT_FALSE(direct(Input(1536 * kMiB, 2)));                        // a pipe: adaptive
+  PolicyInput no_compaction = Input(16 * kMiB, 2, kSize, DiskKind::kHdd);
+  no_compaction.allow_compaction = false;  // More runs than the final merge reads.
+  EXPECT_FALSE(direct(no_compaction));
 }
 
 TEST(OptionsPlan, RunsAreLz4UnlessAnotherCompressionIsAsked) {

@@ -1,5 +1,8 @@
 #include "store/temp_db_internal.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -56,6 +59,42 @@ TEST(TempDbTest, LanesAreColumnFamiliesDestroyedWithTheDb) {
   EXPECT_TRUE((*db)->Destroy().ok());
   EXPECT_TRUE((*db)->lanes().empty());
   EXPECT_TRUE(dir.List().empty());
+}
+
+// Whether `dir` takes an O_DIRECT open, told apart from TempDb's own probe.
+bool OpensDirect(const std::string& dir) {
+  const std::string path = dir + "/o_direct_check";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_DIRECT, 0600);
+  if (fd >= 0) ::close(fd);
+  ::unlink(path.c_str());
+  return fd >= 0;
+}
+
+// Direct run writes are asked for; the DB keeps them where the file system
+// takes O_DIRECT and falls back to the page cache where it does not (tmpfs
+// may refuse O_DIRECT), and in both cases its runs read back.
+TEST(TempDbTest, DirectWritesOnlyWhereTheFileSystemTakesThem) {
+  ScratchDir scratch;
+  std::vector<std::string> dirs = {scratch.path()};
+  if (std::filesystem::is_directory("/dev/shm")) dirs.push_back("/dev/shm");
+  for (const std::string& parent : dirs) {
+    SCOPED_TRACE(parent);
+    rocksdb::Options options = NewDbOptions();
+    options.use_direct_io_for_flush_and_compaction = true;
+    absl::StatusOr<std::unique_ptr<TempDb>> db =
+        TempDb::Create(parent + "/rocksort-direct.", options, 1, nullptr);
+    ASSERT_TRUE(db.ok()) << db.status();
+    EXPECT_EQ((*db)->direct_writes(), OpensDirect((*db)->dir()));
+    const std::string value(100000, 'v');
+    ASSERT_TRUE((*db)->db()->Put(rocksdb::WriteOptions(), "k", value).ok());
+    ASSERT_TRUE((*db)->db()->Flush(rocksdb::FlushOptions()).ok());
+    std::string got;
+    ASSERT_TRUE((*db)->db()->Get(rocksdb::ReadOptions(), "k", &got).ok());
+    EXPECT_EQ(got, value);
+    const std::string dir = (*db)->dir();
+    EXPECT_TRUE((*db)->Destroy().ok());
+    EXPECT_FALSE(std::filesystem::exists(dir));
+  }
 }
 
 // RocksDB's own LOG file aborted rocksort on a full temp filesystem
