@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "common/thread_usage.h"
+
 namespace rocksort::store {
 namespace {
 
@@ -36,6 +38,49 @@ void UnmapHugePages(char* pages, size_t bytes) { munmap(pages, WholeHugePages(by
 
 HugeChunkPool::~HugeChunkPool() { Trim(); }
 
+void HugeChunkPool::StartPrefault(size_t ahead, size_t limit) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (prefault_thread_.joinable() || stop_prefault_) return;
+    prefault_ahead_ = ahead;
+    prefault_limit_ = limit;
+  }
+  prefault_thread_ = std::thread([this] {
+    SetThreadName("rs-prefault");
+    Prefault();
+  });
+}
+
+void HugeChunkPool::Prefault() {
+  const auto wanted = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stop_prefault_ || (free_.size() < prefault_ahead_ && mapped_ < prefault_limit_);
+  };
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(&wanted));
+      if (stop_prefault_) return;
+    }
+    char* chunk = MapHugePages(kChunkBytes);
+    if (chunk == nullptr) return;  // Take() will find out for itself.
+    // One write per base page: a transparent huge page faults in at the
+    // first, base pages each at theirs.
+    for (size_t offset = 0; offset < kChunkBytes; offset += 4096) chunk[offset] = 0;
+    absl::MutexLock lock(&mu_);
+    // A chunk Take() mapped meanwhile may take this one past the limit.
+    ++mapped_;
+    free_.push_back(chunk);
+  }
+}
+
+void HugeChunkPool::StopPrefault() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_prefault_ = true;
+  }
+  if (prefault_thread_.joinable()) prefault_thread_.join();
+}
+
 char* HugeChunkPool::Take() {
   {
     absl::MutexLock lock(&mu_);
@@ -58,6 +103,7 @@ void HugeChunkPool::Give(char* chunk) {
 }
 
 uint64_t HugeChunkPool::Trim() {
+  StopPrefault();
   std::vector<char*> unmap;
   {
     absl::MutexLock lock(&mu_);

@@ -269,6 +269,13 @@ class TempStore::Impl {
       report_.plan = DescribePlan(plan_);
     }
     WarnIfShortOfSpace();
+    if (plan_.memtable_chunks != nullptr) {
+      // The memtables' chunks are faulted in ahead of the loader, up to what
+      // the memtables can hold (huge_chunks_internal.h); 16 MiB ahead.
+      uint64_t bytes = options_.memory_budget;
+      if (options_.size_hint > 0) bytes = std::min(bytes, options_.size_hint);
+      plan_.memtable_chunks->StartPrefault(/*ahead=*/8, bytes / HugeChunkPool::kChunkBytes);
+    }
 
     batch_ = std::make_unique<rocksdb::WriteBatch>(plan_.batch_bytes + (size_t{1} << 20));
     write_options_.disableWAL = true;  // Scratch data: the input is the log.
