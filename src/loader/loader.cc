@@ -307,7 +307,14 @@ absl::Status Input::StartThreads() {
       r = hts_set_threads(file_, threads_);
       threaded_ = true;
     } else if (bgzf_blocks) {
-      r = bgzf_mt(file_->fp.bgzf, threads_, 256);
+      // A pool of our own for its queue depth: bgzf_mt queues two decoded
+      // blocks per thread, and on two cores the flushes preempt the decode
+      // threads often enough that the loader waited for blocks while a
+      // core idled. kDecodeQueueBlocks (64 KiB each) ride that out.
+      decode_pool_ = hts_tpool_init(threads_);
+      r = decode_pool_ == nullptr
+              ? -1
+              : bgzf_thread_pool(file_->fp.bgzf, decode_pool_, kDecodeQueueBlocks);
       threaded_ = true;
     }
     if (r != 0) {
@@ -345,6 +352,7 @@ Input::~Input() {
   readahead_.reset();  // Before the descriptor it watches is closed.
   sam_hdr_destroy(header_);
   hts_close(file_);
+  if (decode_pool_ != nullptr) hts_tpool_destroy(decode_pool_);  // After the file using it.
 }
 
 uint64_t EstimateUncompressedSize(const std::string& path) {

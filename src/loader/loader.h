@@ -30,6 +30,7 @@
 #include "common/hts_handles.h"
 #include "common/record_checksum.h"
 #include "htslib/sam.h"
+#include "htslib/thread_pool.h"
 #include "keycodec/keycodec.h"
 #include "record/record.h"
 
@@ -131,6 +132,10 @@ class Input {
   // (records already queued are dropped), so on a read error RecordReader
   // re-reads a regular file single-threaded to name the exact record.
   bool threaded_ = false;
+  // BGZF input with threads: the decode threads' pool (owned; destroyed
+  // after file_ is closed) and how many decoded blocks it queues.
+  static constexpr int kDecodeQueueBlocks = 32;
+  hts_tpool* decode_pool_ = nullptr;
   // Regular files only: reads the file ahead in large requests.
   std::unique_ptr<SequentialReadahead> readahead_;
 };
