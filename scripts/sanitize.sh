@@ -136,7 +136,7 @@ run_fuzz() {
   printf '\x00\x00\x00\x01\xff\xff\xff\xff\x00\x00\x00\x00\x00\x00\x00\x00' \
     >"$seeds/keycodec/max_position"
 
-  local common=(-max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048
+  local common=(-max_total_time="$seconds" -max_len=65536 -rss_limit_mb=3072
     -timeout=30 -print_final_stats=1)
   local pids=() targets=(keycodec_fuzz loader_fuzz)
   for t in "${targets[@]}"; do
