@@ -213,9 +213,10 @@ TEST(OptionsPlan, ModerateMemoryWritesEveryRecordOnce) {
   EXPECT_LE(plan.expected_runs, static_cast<uint64_t>(plan.max_final_runs));
 }
 
-// Runs that only the final merge reads skip the page cache (the kernel's
-// copy into it cost the flushes CPU for pages nobody reads soon); runs
-// merged while loading are read back from it, and so may be a pipe's.
+// Large runs that only the final merge reads skip the page cache (the
+// kernel's copy into it cost the flushes CPU for pages nobody reads soon);
+// runs merged while loading are read back from it, and so may be a pipe's;
+// small runs stay buffered (read back in more requests when direct).
 TEST(OptionsPlan, RunsOnlyTheFinalMergeReadsAreWrittenDirect) {
   const auto direct = [](const PolicyInput& in) {
     const SortPlan plan = MakePlan(in);
@@ -226,7 +227,9 @@ TEST(OptionsPlan, RunsOnlyTheFinalMergeReadsAreWrittenDirect) {
   };
   constexpr uint64_t kSize = 7 * 1024 * kMiB;
   EXPECT_TRUE(direct(Input(1536 * kMiB, 2, kSize)));                  // -@ 2 -m 768M
-  EXPECT_TRUE(direct(Input(64 * kMiB, 2, kSize, DiskKind::kHdd)));    // -@ 2 -m 32M
+  EXPECT_TRUE(direct(Input(1536 * kMiB, 2, kSize, DiskKind::kHdd)));
+  EXPECT_TRUE(direct(Input(600 * kMiB, 2, kSize)));                   // 298 MiB memtables
+  EXPECT_FALSE(direct(Input(64 * kMiB, 2, kSize, DiskKind::kHdd)));   // -@ 2 -m 32M: small runs
   EXPECT_FALSE(direct(Input(16 * kMiB, 2, kSize, DiskKind::kHdd)));   // -@ 2 -m 8M: planned
   EXPECT_FALSE(direct(Input(1536 * kMiB, 2)));                        // a pipe: adaptive
   PolicyInput no_compaction = Input(16 * kMiB, 2, kSize, DiskKind::kHdd);

@@ -125,6 +125,19 @@ class UserKeyOrder : public rocksdb::MemTableRep::KeyComparator {
   }
 };
 
+// `n` memtable entries of random 16-byte keys (as keycodec's) with their
+// 8-byte trailers, length-prefixed, and no value.
+std::vector<std::string> RandomKeyEntries(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> entries(n);
+  for (std::string& e : entries) {
+    e = std::string(1, static_cast<char>(24));
+    for (int i = 0; i < 16; ++i) e.push_back(static_cast<char>(rng()));
+    e.append(8, '\0');
+  }
+  return entries;
+}
+
 // The memory contract: RocksDB seals a memtable when its arena plus the rep's
 // ApproximateMemoryUsage reach write_buffer_size, so the rep must report
 // every byte it will use, including what the flush needs to sort it (one
@@ -137,15 +150,8 @@ TEST(RunMemTableRepTest, ReportsTheMemoryItsFlushSortUses) {
       factory.CreateMemTableRep(order, /*allocator=*/nullptr, nullptr, nullptr));
   constexpr int kEntries = 10000;
   constexpr size_t kSortItemBytes = 16 + sizeof(const char*);
-  std::mt19937_64 rng(11);
-  std::vector<std::string> entries(kEntries);
-  for (std::string& e : entries) {
-    // A 16-byte key (as keycodec's) and the 8-byte trailer, length-prefixed.
-    e = std::string(1, static_cast<char>(24));
-    for (int i = 0; i < 16; ++i) e.push_back(static_cast<char>(rng()));
-    e.append(8, '\0');
-    rep->Insert(const_cast<char*>(e.data()));
-  }
+  std::vector<std::string> entries = RandomKeyEntries(kEntries, 11);
+  for (std::string& e : entries) rep->Insert(e.data());
   const size_t reported = rep->ApproximateMemoryUsage();
   EXPECT_GE(reported, kEntries * kSortItemBytes);
   EXPECT_LE(reported, kEntries * kSortItemBytes * 2);  // Growth slack, not a copy more.
@@ -314,13 +320,7 @@ TEST(RunMemTableRepTest, ChunkedMemtableKeepsEveryEntryIncludingLargeOnes) {
 TEST(RunMemTableRepTest, ChunkedMemtableStartsWithTheLastOnesItemCount) {
   constexpr size_t kItemBytes = 16 + sizeof(char*);
   constexpr int kEntries = 5000;
-  std::vector<std::string> entries(kEntries);
-  std::mt19937_64 rng(19);
-  for (std::string& e : entries) {
-    e = std::string(1, static_cast<char>(24));
-    for (int i = 0; i < 16; ++i) e.push_back(static_cast<char>(rng()));
-    e.append(8, '\0');
-  }
+  std::vector<std::string> entries = RandomKeyEntries(kEntries, 19);
   UserKeyOrder order;
   for (const bool chunked : {true, false}) {
     SCOPED_TRACE(chunked);
@@ -353,14 +353,8 @@ TEST(RunMemTableRepTest, SortItemsCountWithTheWriteBufferManager) {
   std::unique_ptr<rocksdb::MemTableRep> rep(
       factory.CreateMemTableRep(order, /*allocator=*/nullptr, nullptr, nullptr));
   constexpr int kEntries = 10000;
-  std::vector<std::string> entries(kEntries);
-  std::mt19937_64 rng(23);
-  for (std::string& e : entries) {
-    e = std::string(1, static_cast<char>(24));
-    for (int i = 0; i < 16; ++i) e.push_back(static_cast<char>(rng()));
-    e.append(8, '\0');
-    rep->Insert(e.data());
-  }
+  std::vector<std::string> entries = RandomKeyEntries(kEntries, 23);
+  for (std::string& e : entries) rep->Insert(e.data());
   const size_t items = rep->ApproximateMemoryUsage();
   EXPECT_GE(items, kEntries * (16 + sizeof(char*)));
   EXPECT_EQ(write_buffers->memory_usage(), items);
