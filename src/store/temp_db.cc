@@ -58,6 +58,10 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
     db_wide.info_log =
         std::make_shared<CallbackLogger>(rocksdb::InfoLogLevel::NUM_INFO_LOG_LEVELS, nullptr);
   }
+  // Probed in the new directory: the DB's own lies on the same file system.
+  if (db_wide.use_direct_io_for_flush_and_compaction && !TakesDirectWrites(buf.data())) {
+    db_wide.use_direct_io_for_flush_and_compaction = false;
+  }
   std::unique_ptr<TempDb> temp(new TempDb(buf.data(), db_wide, registry));
   if (registry != nullptr) registry->Register(temp->dir_);
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
@@ -67,10 +71,6 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
   // missing directory before creating it.
   if (::mkdir(temp->db_path_.c_str(), 0700) != 0) {
     return ErrnoStatus(errno, absl::StrFormat("can't create directory \"%s\"", temp->db_path_));
-  }
-  if (db_wide.use_direct_io_for_flush_and_compaction && !TakesDirectWrites(temp->db_path_)) {
-    db_wide.use_direct_io_for_flush_and_compaction = false;
-    temp->options_.use_direct_io_for_flush_and_compaction = false;
   }
   rocksdb::DBOptions db_options(db_wide);
   db_options.create_missing_column_families = true;

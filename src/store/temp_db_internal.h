@@ -69,7 +69,7 @@ class TempDb {
 
   const std::string dir_;
   const std::string db_path_;
-  rocksdb::Options options_;  // Constant once the DB is open.
+  const rocksdb::Options options_;
   CleanupRegistry* const registry_;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> lanes_;  // Owned; destroyed before db_.
