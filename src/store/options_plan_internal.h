@@ -6,9 +6,11 @@
 // Knows nothing about BAM; it sees keys and values as bytes.
 //
 // Memory model (B = memory budget = threads x -m):
-//   load:   memtables       2 x write_buffer_size = B over all lanes (one
-//                           filling, one being sorted and written; a
-//                           WriteBufferManager caps their sum)
+//   load:   memtables       memtables x write_buffer_size = B over all
+//                           lanes (2: one filling, one being sorted and
+//                           written; 3 where each is 256 MiB or more: two
+//                           written at once; a WriteBufferManager caps
+//                           their sum)
 //           loader batch    min(4 MiB, B/16)
 //   merges: per run read    2 x block_size resident (the block read and the
 //                           block decoded; no readahead buffer: runs are
@@ -96,6 +98,8 @@ struct SortPlan {
   bool fresh_runs_merged = false;
   // Bytes per loader WriteBatch.
   size_t batch_bytes = 0;
+  // Memtables the budget less a batch is cut into (write_buffer_size each).
+  uint64_t memtables = 2;
   // Column families ("lanes") the sorted runs are spread over: the loader
   // moves to the next lane each time RocksDB seals a memtable, so the lanes
   // get the runs in turn, and their flushes run side by side. Each lane is

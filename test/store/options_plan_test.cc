@@ -47,18 +47,35 @@ TEST(OptionsPlan, MemtablesAndTheBatchStayWithinTheBudget) {
   for (uint64_t budget : {2 * kMiB, 16 * kMiB, 64 * kMiB, 768 * kMiB, 8192 * kMiB}) {
     SCOPED_TRACE(budget);
     const SortPlan plan = MakePlan(Input(budget, 2));
-    // One memtable filling, one being written: half the budget each, less
-    // the batch that spills into a lane's next memtable. The write buffer
-    // manager, not the per-lane count, stops the loader.
+    // One memtable filling, one or two being written: half or a third of
+    // the budget each, less the batch that spills into a lane's next
+    // memtable. The write buffer manager, not the per-lane count, stops the
+    // loader.
     EXPECT_GT(plan.options.max_write_buffer_number, 2);
-    EXPECT_LE(plan.options.write_buffer_size * 2 + plan.batch_bytes, budget);
-    EXPECT_GE(plan.options.write_buffer_size * 2 + plan.batch_bytes, budget - 1);
+    const uint64_t memtables = plan.memtables;
+    EXPECT_LE(plan.options.write_buffer_size * memtables + plan.batch_bytes, budget);
+    EXPECT_GE(plan.options.write_buffer_size * memtables + plan.batch_bytes,
+              budget - memtables + 1);
     EXPECT_LE(plan.batch_bytes, budget / 16 + 64 * 1024);
     // The cap holds over all lanes together, not per column family.
     ASSERT_NE(plan.options.write_buffer_manager, nullptr);
     EXPECT_TRUE(plan.options.write_buffer_manager->enabled());
     EXPECT_EQ(plan.options.write_buffer_manager->buffer_size(), budget);
   }
+}
+
+// Three memtables only where each holds 256 MiB or more: two flush at once
+// while the third fills. Smaller ones would make more, smaller runs, which
+// the final merge reads with more seeks.
+TEST(OptionsPlan, LargeBudgetsFlushTwoMemtablesAtOnce) {
+  EXPECT_EQ(MakePlan(Input(64 * kMiB, 2)).memtables, 2u);     // -@ 2 -m 32M
+  EXPECT_EQ(MakePlan(Input(768 * kMiB, 1)).memtables, 2u);    // -@ 1 -m 768M: 255 MiB thirds
+  EXPECT_EQ(MakePlan(Input(1536 * kMiB, 2)).memtables, 3u);   // -@ 2 -m 768M
+  const SortPlan plan = MakePlan(Input(1536 * kMiB, 2));
+  EXPECT_GE(plan.options.write_buffer_size, 256 * kMiB);
+  EXPECT_GE(plan.options.max_background_flushes, 2);
+  // The count per lane lets a lane hold a memtable flushing and one filling.
+  EXPECT_GE(plan.options.max_write_buffer_number, 2);
 }
 
 TEST(OptionsPlan, RocksDbReadsNothingAheadItself) {
