@@ -417,9 +417,9 @@ std::string DescribePlan(const SortPlan& plan) {
                             : std::string());
   }
   return absl::StrFormat(
-      "write_buffer_size=%d (%d memtables), %s fresh runs, %s merged runs, %d lane(s), expected runs %s, "
-      "compaction %s, runs written %s, merges after loading fan-in <= %d, final merge <= %d "
-      "runs (chunks of %d..%d KiB, page cache <= %d MiB)",
+      "write_buffer_size=%d (%d memtables), %s fresh runs, %s merged runs, %d lane(s), "
+      "expected runs %s, compaction %s, runs written %s, merges after loading fan-in <= %d, "
+      "final merge <= %d runs (chunks of %d..%d KiB, page cache <= %d MiB)",
       o.write_buffer_size, plan.memtables, RunCompressionName(o.compression),
       RunCompressionName(plan.merged_compression), plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
