@@ -98,7 +98,9 @@ TEST(BgzfWriter, MeasuresTheWorkersAndTheCallersWaits) {
   ASSERT_TRUE((*writer)->Close().ok());
   ::close(fd);
   const BgzfWriter::Waits waits = (*writer)->waits();
-  EXPECT_GE(waits.workers_idle_seconds, 0.09);
+  // Well below the 100 ms: on a loaded machine the worker may start waiting
+  // some time after Create returns.
+  EXPECT_GE(waits.workers_idle_seconds, 0.05);
   EXPECT_GT(waits.caller_blocked_seconds, 0.0);
 }
 
