@@ -40,17 +40,18 @@ std::string SortReport::ToText() const {
       "rocksort: %d records, %d bytes uncompressed (planned with %d: %s), %d bytes written\n"
       "rocksort: runs flushed %d (%d bytes), compactions %d (%d bytes, write amplification "
       "%.2f), runs after loading %s, intermediate merges %d (%d bytes), runs at final merge %d "
-      "(readahead %d KiB, %d indexes read then), peak temp %d bytes (%d released behind the "
-      "final merge)\n"
+      "(+%d memtables read from memory, readahead %d KiB, %d indexes read then), peak temp %d "
+      "bytes (%d released behind the final merge)\n"
       "rocksort: load %.2f s, merge %.2f s, emit %.2f s\n"
       "rocksort: loading thread: reading %.2f s, writing %.2f s (memtable stalls included), "
       "waiting for merges %.2f s\n",
       records, record_bytes, size_hint, size_hint_source, output_bytes, s.runs_flushed,
       s.flush_bytes, s.compactions, s.compaction_bytes, s.write_amplification(),
       absl::StrJoin(s.runs_after_load_per_lane, "+"), s.intermediate_merges,
-      s.intermediate_merge_bytes, s.runs_merged(), s.final_readahead / 1024, s.final_index_reads,
-      s.peak_temp_bytes, s.released_bytes, phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge),
-      phase_seconds(Phase::kEmit), read_seconds, s.write_seconds, s.merge_wait_seconds);
+      s.intermediate_merge_bytes, s.runs_merged(), s.memtables_at_final_merge,
+      s.final_readahead / 1024, s.final_index_reads, s.peak_temp_bytes, s.released_bytes,
+      phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit),
+      read_seconds, s.write_seconds, s.merge_wait_seconds);
   if (!s.cache_room_source.empty()) {
     absl::StrAppendFormat(&text,
                           "rocksort: page cache room at the final merge %d MiB (%s); cached "
@@ -117,6 +118,7 @@ std::string SortReport::ToJson() const {
       "  \"intermediate_merges\": %d,\n  \"intermediate_merge_bytes\": %d,\n"
       "  \"runs_at_final_merge\": %d,\n"
       "  \"runs_at_final_merge_per_lane\": [%s],\n"
+      "  \"memtables_at_final_merge\": %d,\n"
       "  \"final_readahead_bytes\": %d,\n  \"final_index_reads\": %d,\n"
       "  \"peak_temp_bytes\": %d,\n"
       "  \"released_bytes\": %d,\n"
@@ -136,15 +138,14 @@ std::string SortReport::ToJson() const {
       s.runs_flushed, s.flush_bytes, s.compactions, s.compaction_bytes, s.write_amplification(),
       absl::StrJoin(s.runs_after_load_per_lane, ", "), s.intermediate_merges,
       s.intermediate_merge_bytes, s.runs_merged(), absl::StrJoin(s.runs_merged_per_lane, ", "),
-      s.final_readahead, s.final_index_reads, s.peak_temp_bytes, s.released_bytes,
-      s.cache_room_bytes, Quote(s.cache_room_source), s.runs_dropped_from_cache,
-      phase_seconds(Phase::kLoad),
-      phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit), read_seconds, s.write_seconds,
-      s.merge_wait_seconds,
+      s.memtables_at_final_merge, s.final_readahead, s.final_index_reads, s.peak_temp_bytes,
+      s.released_bytes, s.cache_room_bytes, Quote(s.cache_room_source), s.runs_dropped_from_cache,
+      phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit),
+      read_seconds, s.write_seconds, s.merge_wait_seconds,
       emit_waits ? absl::StrFormat("%.3f", emit_waits->compressors_idle_seconds) : "null",
       emit_waits ? absl::StrFormat("%.3f", emit_waits->caller_blocked_seconds) : "null",
-      s.final_stalled_reads, s.final_stalled_seconds,
-      absl::StrJoin(phase_items, ",\n"), wall_seconds, cpu_seconds, peak_rss_bytes);
+      s.final_stalled_reads, s.final_stalled_seconds, absl::StrJoin(phase_items, ",\n"),
+      wall_seconds, cpu_seconds, peak_rss_bytes);
 }
 
 }  // namespace rocksort::pipeline

@@ -16,6 +16,9 @@
 //                           block decoded; no readahead buffer: runs are
 //                           read ahead in the page cache, below)
 //           final merge     up to max(3/4 B, 4 MiB) of runs being read;
+//                           with memtables of kMinDirectWriteBuffer or
+//                           more, the memtables loading left (<= B) and
+//                           two blocks per run, a few runs;
 //           merges while or after loading share max(B/4, 4 MiB), or
 //                           after loading B + that.
 //   page cache: a merge's runs are read ahead (prefetch_fs_internal.h), up
@@ -36,6 +39,7 @@
 #include "common/disk_info.h"
 #include "rocksdb/options.h"
 #include "store/huge_chunks_internal.h"
+#include "store/run_memtable_internal.h"
 #include "store/store.h"
 
 namespace rocksort::store {
@@ -90,6 +94,13 @@ struct SortPlan {
   // (write_buffer_size of 8 huge pages or more); the store trims it once
   // loading is over. Null otherwise.
   std::shared_ptr<HugeChunkPool> memtable_chunks;
+  // options.memtable_factory, which the store tells when loading is over.
+  std::shared_ptr<RunMemTableFactory> memtable_factory;
+  // The final merge reads the memtables loading leaves from memory instead
+  // of having them flushed, where the budget is cut into memtables of
+  // kMinDirectWriteBuffer or more and no merge is planned: a few runs, each
+  // read once, by the final merge (store.cc, FinishLoading).
+  bool final_merge_reads_memtables = false;
   // The compression of the runs every merge writes (--run-compression).
   rocksdb::CompressionType merged_compression = rocksdb::kLZ4Compression;
   // Every fresh run is merged while loading (the size is known and makes

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -154,12 +155,14 @@ class RunMemTableRep : public MemTableRep {
   RunMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator,
                  std::shared_ptr<HugeChunkPool> chunks,
                  std::shared_ptr<rocksdb::WriteBufferManager> write_buffers,
-                 std::shared_ptr<std::atomic<size_t>> entries_hint)
+                 std::shared_ptr<std::atomic<size_t>> entries_hint,
+                 std::shared_ptr<const std::atomic<bool>> writes_finished)
       : MemTableRep(allocator),
         compare_(compare),
         chunk_pool_(std::move(chunks)),
         write_buffers_(std::move(write_buffers)),
-        entries_hint_(chunk_pool_ != nullptr ? std::move(entries_hint) : nullptr) {}
+        entries_hint_(chunk_pool_ != nullptr ? std::move(entries_hint) : nullptr),
+        writes_finished_(std::move(writes_finished)) {}
 
   ~RunMemTableRep() override {
     // As RocksDB's own tracker does for arena blocks when a memtable dies.
@@ -209,6 +212,8 @@ class RunMemTableRep : public MemTableRep {
   void Insert(rocksdb::KeyHandle handle) override {
     const Item item = MakeItem(static_cast<const char*>(handle));
     absl::MutexLock lock(&mu_);
+    // After FinishWrites an entry would land behind the sorted items.
+    assert(sorted_ == nullptr);
     if (entries_.size() == entries_.capacity()) {
       // Grow by half: the capacity counts against write_buffer_size, and
       // with doubling up to half of the array could be unused when the
@@ -266,7 +271,7 @@ class RunMemTableRep : public MemTableRep {
     std::shared_ptr<const Items> sorted;
     {
       absl::MutexLock lock(&mu_);
-      if (read_only_) {
+      if (read_only_ || writes_finished_->load(std::memory_order_acquire)) {
         if (sorted_ == nullptr) {
           // Sort once, in place; later iterators share the result.
           SortItems(compare_, &entries_);
@@ -274,7 +279,7 @@ class RunMemTableRep : public MemTableRep {
         }
         sorted = sorted_;
       } else {
-        // Only point lookups and tests iterate a memtable still being filled.
+        // Only tests iterate a memtable still being filled.
         auto copy = std::make_shared<Items>(entries_);
         SortItems(compare_, copy.get());
         sorted = std::move(copy);
@@ -401,6 +406,8 @@ class RunMemTableRep : public MemTableRep {
   const std::shared_ptr<rocksdb::WriteBufferManager> write_buffers_;
   // Entries of the last memtable sealed (chunked memtables only).
   const std::shared_ptr<std::atomic<size_t>> entries_hint_;
+  // Set by the factory's FinishWrites.
+  const std::shared_ptr<const std::atomic<bool>> writes_finished_;
   // The writing thread's: where the next entry goes in the newest chunk.
   char* chunk_next_ = nullptr;
   size_t chunk_left_ = 0;
@@ -432,7 +439,8 @@ class RunMemTableRep : public MemTableRep {
 rocksdb::MemTableRep* RunMemTableFactory::CreateMemTableRep(
     const rocksdb::MemTableRep::KeyComparator& compare, rocksdb::Allocator* allocator,
     const rocksdb::SliceTransform* /*prefix_extractor*/, rocksdb::Logger* /*logger*/) {
-  return new RunMemTableRep(compare, allocator, chunks_, write_buffers_, entries_hint_);
+  return new RunMemTableRep(compare, allocator, chunks_, write_buffers_, entries_hint_,
+                            writes_finished_);
 }
 
 }  // namespace rocksort::store

@@ -24,7 +24,8 @@
 // too large for the heap (common/allocator.h) are on huge pages as well.
 //
 // Thread-safety: one writer (allow_concurrent_memtable_write must be false,
-// as the factory reports), any number of concurrent iterators.
+// as the factory reports), any number of concurrent iterators; FinishWrites
+// from any thread once the writer is done.
 #ifndef ROCKSORT_STORE_RUN_MEMTABLE_INTERNAL_H_
 #define ROCKSORT_STORE_RUN_MEMTABLE_INTERNAL_H_
 
@@ -60,6 +61,11 @@ class RunMemTableFactory : public rocksdb::MemTableRepFactory {
                                           rocksdb::Logger* logger) override;
   bool IsInsertConcurrentlySupported() const override { return false; }
 
+  // No entry is inserted from now on: an iterator over a memtable still
+  // open then sorts its items in place, as over a sealed one, instead of
+  // sorting a copy (the final merge reads the last memtables from memory).
+  void FinishWrites() { writes_finished_->store(true, std::memory_order_release); }
+
  private:
   const std::shared_ptr<HugeChunkPool> chunks_;
   const std::shared_ptr<rocksdb::WriteBufferManager> write_buffers_;
@@ -67,6 +73,8 @@ class RunMemTableFactory : public rocksdb::MemTableRepFactory {
   // item array starts that large.
   const std::shared_ptr<std::atomic<size_t>> entries_hint_ =
       std::make_shared<std::atomic<size_t>>(0);
+  const std::shared_ptr<std::atomic<bool>> writes_finished_ =
+      std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace rocksort::store

@@ -389,7 +389,31 @@ bool RunCursor::Next() {
   return true;
 }
 
-RunMerger::RunMerger(std::vector<std::unique_ptr<RunCursor>> runs, size_t readahead)
+bool MemtableCursor::Next() {
+  if (positioned_) {
+    if (!iterator_->Valid()) return false;  // At the end already.
+    iterator_->Next();
+  } else {
+    iterator_->SeekToFirst();
+    positioned_ = true;
+  }
+  if (!iterator_->Valid()) {
+    key_ = value_ = absl::string_view();
+    const rocksdb::Status s = iterator_->status();
+    if (!s.ok()) {
+      status_ =
+          absl::InternalError(absl::StrCat("reading the memtables of ", lane_, ": ", s.ToString()));
+    }
+    return false;
+  }
+  const rocksdb::Slice key = iterator_->key();
+  const rocksdb::Slice value = iterator_->value();
+  key_ = absl::string_view(key.data(), key.size());
+  value_ = absl::string_view(value.data(), value.size());
+  return true;
+}
+
+RunMerger::RunMerger(std::vector<std::unique_ptr<SortedCursor>> runs, size_t readahead)
     : runs_(std::move(runs)),
       prefix_(runs_.size(), UINT64_MAX),
       ended_(runs_.size(), 1),
@@ -397,7 +421,7 @@ RunMerger::RunMerger(std::vector<std::unique_ptr<RunCursor>> runs, size_t readah
       readahead_(readahead) {}
 
 bool RunMerger::Advance(int i) {
-  RunCursor& run = *runs_[i];
+  SortedCursor& run = *runs_[i];
   if (!run.Next()) {
     ended_[i] = 1;
     prefix_[i] = UINT64_MAX;

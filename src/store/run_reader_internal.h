@@ -50,9 +50,15 @@
 // a compressed block, its decompressed contents: the two blocks per run the
 // options plan counts for the final merge.
 //
-// RunMerger merges the cursors of every run, of every lane, with a loser
-// tree (one comparison per level per record) on the keys' first 8 bytes,
-// cached as an integer, then the whole key where those tie.
+// MemtableCursor reads the records still in a lane's memtables, through a
+// RocksDB iterator over them alone (ReadTier::kMemtableTier), where the
+// store keeps them for the final merge instead of flushing them
+// (store.cc, FinishLoading).
+//
+// RunMerger merges the cursors of every run, of every lane, and of the
+// memtables, with a loser tree (one comparison per level per record) on the
+// keys' first 8 bytes, cached as an integer, then the whole key where those
+// tie.
 //
 // Thread-safety: none for cursors and mergers (one thread uses each); the
 // index cache is thread-safe.
@@ -75,6 +81,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "rocksdb/file_system.h"
+#include "rocksdb/iterator.h"
 #include "rocksdb/listener.h"
 #include "store/store.h"
 
@@ -155,7 +162,25 @@ class RunIndexListener : public rocksdb::EventListener {
   const std::shared_ptr<RunIndexCache> cache_;
 };
 
-class RunCursor {
+// Sorted entries the final merge reads front to back: a run or memtables.
+class SortedCursor {
+ public:
+  virtual ~SortedCursor() = default;
+  // Moves to the next entry (the first, on the first call). Returns false
+  // at the end or on an error (then status() says which).
+  virtual bool Next() = 0;
+  // The entry's user key and value. Valid until the next call to Next().
+  absl::string_view key() const { return key_; }
+  absl::string_view value() const { return value_; }
+  const absl::Status& status() const { return status_; }
+
+ protected:
+  absl::string_view key_;
+  absl::string_view value_;
+  absl::Status status_;
+};
+
+class RunCursor : public SortedCursor {
  public:
   // Opens the run at `path` through `fs`, with its index from `cache` when
   // it holds it, else read from the file (then *index_read is set, if
@@ -165,13 +190,7 @@ class RunCursor {
                                                          RunIndexCache* cache = nullptr,
                                                          bool* index_read = nullptr);
 
-  // Moves to the next entry (the first, on the first call). Returns false
-  // at the end of the run or on an error (then status() says which).
-  bool Next();
-  // The entry's user key and value. Valid until the next call to Next().
-  absl::string_view key() const { return key_; }
-  absl::string_view value() const { return value_; }
-  const absl::Status& status() const { return status_; }
+  bool Next() override;
 
   // Data blocks in the run.
   size_t blocks() const { return blocks_.size(); }
@@ -199,16 +218,27 @@ class RunCursor {
   const char* limit_ = nullptr;  // The end of its entries.
   ByteBuffer key_buffer_;        // The current internal key.
   size_t key_size_ = 0;
-  absl::string_view key_;
-  absl::string_view value_;
-  absl::Status status_;
+};
+
+class MemtableCursor : public SortedCursor {
+ public:
+  // Reads `memtables`, an iterator over one lane's memtables (read tier
+  // kMemtableTier), not yet positioned. `lane` names them in errors.
+  MemtableCursor(std::unique_ptr<rocksdb::Iterator> memtables, std::string lane)
+      : iterator_(std::move(memtables)), lane_(std::move(lane)) {}
+  bool Next() override;
+
+ private:
+  const std::unique_ptr<rocksdb::Iterator> iterator_;
+  const std::string lane_;
+  bool positioned_ = false;
 };
 
 class RunMerger : public SortedReader {
  public:
   // Merges `runs` (opened, not yet read) by key. `readahead` is what
   // readahead() reports.
-  RunMerger(std::vector<std::unique_ptr<RunCursor>> runs, size_t readahead);
+  RunMerger(std::vector<std::unique_ptr<SortedCursor>> runs, size_t readahead);
 
   // Reads each run's first block and plays the first matches (the first
   // Next does, if this was not called): the wait for a first read of every
@@ -226,7 +256,7 @@ class RunMerger : public SortedReader {
   void Build();
   void Replay(int run);
 
-  std::vector<std::unique_ptr<RunCursor>> runs_;
+  std::vector<std::unique_ptr<SortedCursor>> runs_;
   std::vector<uint64_t> prefix_;  // Each run's key's first 8 bytes, big-endian.
   std::vector<char> ended_;
   // tree_[0] is the winner; tree_[1..k) the losers of the matches, node n

@@ -358,6 +358,10 @@ class TempStore::Impl {
     fresh_runs_->set_enabled(false);
     RETURN_IF_ERROR(merger_->Stop());
     if (cancelled()) return absl::CancelledError("interrupted while merging runs");
+    if (plan_.final_merge_reads_memtables) {
+      ASSIGN_OR_RETURN(const bool kept, KeepMemtablesForTheFinalMerge());
+      if (kept) return absl::OkStatus();
+    }
     rocksdb::FlushOptions flush;
     flush.wait = true;
     flush.allow_write_stall = true;
@@ -391,13 +395,19 @@ class TempStore::Impl {
     // Every run of every lane, each read by a cursor of its own and merged
     // by one loser tree (run_reader_internal.h), not by DB iterators.
     std::vector<rocksdb::SstFileMetaData> files;
-    for (rocksdb::ColumnFamilyHandle* lane : lanes()) {
-      for (rocksdb::SstFileMetaData& run : SortedRuns(db(), lane)) files.push_back(std::move(run));
+    if (kept_memtables_.has_value()) {
+      files = std::move(kept_memtables_->runs);
+    } else {
+      for (rocksdb::ColumnFamilyHandle* lane : lanes()) {
+        for (rocksdb::SstFileMetaData& run : SortedRuns(db(), lane)) {
+          files.push_back(std::move(run));
+        }
+      }
     }
     DropRunsFromCacheIfShort(files);
     prefetch_fs_->SetReadahead(final_readahead_.chunk, final_readahead_.lead,
                                PrefetchFileSystem::FirstRead::kStaggered);
-    std::vector<std::unique_ptr<RunCursor>> runs;
+    std::vector<std::unique_ptr<SortedCursor>> runs;
     for (const rocksdb::SstFileMetaData& run : files) {
       bool index_read = false;
       ASSIGN_OR_RETURN(std::unique_ptr<RunCursor> cursor,
@@ -405,6 +415,12 @@ class TempStore::Impl {
                                        run_indexes_.get(), &index_read));
       report_.final_index_reads += index_read ? 1 : 0;
       runs.push_back(std::move(cursor));
+    }
+    if (kept_memtables_.has_value()) {
+      for (std::unique_ptr<MemtableCursor>& memtables : kept_memtables_->cursors) {
+        runs.push_back(std::move(memtables));
+      }
+      kept_memtables_.reset();
     }
     // The final merge reads each run once, front to back, and the runs go
     // after it: what it has passed is freed as it goes (scratch_fs_internal.h).
@@ -448,6 +464,67 @@ class TempStore::Impl {
 
   void Log(const std::string& line) const {
     if (options_.log) options_.log(line);
+  }
+
+  // Where every lane's runs and memtables fit the final merge's fan-in,
+  // the final merge reads the memtables from memory: the open ones are
+  // never flushed and read back, and the merge need not wait for the
+  // flushes under way, which finish in the background (their runs are not
+  // read). The memtables' iterators and the list of runs must show the same
+  // moment: both are taken again if a flush ended in between (a lane's
+  // RocksDB super version changed). False where the memtables do not fit:
+  // the caller flushes them.
+  absl::StatusOr<bool> KeepMemtablesForTheFinalMerge() {
+    const auto super_versions = [this] {
+      std::vector<uint64_t> numbers;
+      for (rocksdb::ColumnFamilyHandle* lane : lanes()) {
+        uint64_t number = 0;
+        db()->GetIntProperty(lane, rocksdb::DB::Properties::kCurrentSuperVersionNumber, &number);
+        numbers.push_back(number);
+      }
+      return numbers;
+    };
+    for (;;) {
+      const std::vector<uint64_t> before = super_versions();
+      KeptMemtables kept;
+      int memtables = 0;
+      for (size_t i = 0; i < lanes().size(); ++i) {
+        rocksdb::ColumnFamilyHandle* const lane = lanes()[i];
+        uint64_t open_entries = 0;
+        uint64_t sealed = 0;
+        db()->GetIntProperty(lane, rocksdb::DB::Properties::kNumEntriesActiveMemTable,
+                             &open_entries);
+        db()->GetIntProperty(lane, rocksdb::DB::Properties::kNumImmutableMemTable, &sealed);
+        const int lane_memtables = static_cast<int>(sealed) + (open_entries > 0 ? 1 : 0);
+        std::vector<rocksdb::SstFileMetaData> runs = SortedRuns(db(), lane);
+        if (static_cast<int>(runs.size()) + lane_memtables > plan_.max_final_runs_per_lane) {
+          return false;
+        }
+        kept.runs_per_lane.push_back(static_cast<int>(runs.size()));
+        for (rocksdb::SstFileMetaData& run : runs) kept.runs.push_back(std::move(run));
+        if (lane_memtables == 0) continue;
+        memtables += lane_memtables;
+        if (kept.cursors.empty()) plan_.memtable_factory->FinishWrites();
+        rocksdb::ReadOptions read;
+        read.read_tier = rocksdb::kMemtableTier;
+        read.fill_cache = false;
+        kept.cursors.push_back(std::make_unique<MemtableCursor>(
+            std::unique_ptr<rocksdb::Iterator>(db()->NewIterator(read, lane)),
+            absl::StrCat("lane ", i, " of ", dir())));
+      }
+      if (super_versions() != before) continue;  // A flush ended meanwhile.
+      report_.runs_after_load_per_lane = kept.runs_per_lane;
+      report_.runs_merged_per_lane = kept.runs_per_lane;
+      report_.memtables_at_final_merge = memtables;
+      final_readahead_ =
+          FinalReadahead(plan_, report_.runs_merged() + static_cast<int>(kept.cursors.size()));
+      report_.final_readahead = final_readahead_.chunk;
+      kept_memtables_ = std::move(kept);
+      SampleTempBytes();
+      ReleaseFreedMemory();
+      if (plan_.memtable_chunks != nullptr) plan_.memtable_chunks->Trim();  // The spare chunks.
+      return true;
+    }
   }
 
   // Called from the loader's and the merges' threads.
@@ -504,6 +581,11 @@ class TempStore::Impl {
   // than the sort may need (ExpectedScratchPeak).
   void WarnIfShortOfSpace() const {
     if (options_.size_hint == 0) return;
+    // Data that one memtable holds is then never written (FinishLoading).
+    if (plan_.final_merge_reads_memtables &&
+        options_.size_hint <= plan_.options.write_buffer_size) {
+      return;
+    }
     struct statvfs fs;
     if (::statvfs(dir().c_str(), &fs) != 0) return;
     const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
@@ -562,6 +644,15 @@ class TempStore::Impl {
   // Declared after temp_: the merger and the watch stop before the DB closes.
   std::unique_ptr<BackgroundMerger> merger_;
   std::unique_ptr<CancelWatch> stop_merges_;
+  // What KeepMemtablesForTheFinalMerge leaves NewReader: the runs and an
+  // iterator over each lane's memtables (declared after temp_: they close
+  // before the DB).
+  struct KeptMemtables {
+    std::vector<rocksdb::SstFileMetaData> runs;
+    std::vector<int> runs_per_lane;
+    std::vector<std::unique_ptr<MemtableCursor>> cursors;
+  };
+  std::optional<KeptMemtables> kept_memtables_;
   std::unique_ptr<rocksdb::WriteBatch> batch_;
   rocksdb::WriteOptions write_options_;
   size_t lane_ = 0;            // The lane being filled.

@@ -107,6 +107,9 @@ struct StoreReport {
   uint64_t intermediate_merge_bytes = 0;  // Bytes they wrote (part of compaction_bytes).
   std::vector<int> runs_after_load_per_lane;
   std::vector<int> runs_merged_per_lane;  // Runs read by the final merge, per lane.
+  // Memtables the final merge read from memory instead of having them
+  // flushed (SortPlan::final_merge_reads_memtables).
+  int memtables_at_final_merge = 0;
   size_t final_readahead = 0;             // Per run, bytes.
   // Runs whose index the final merge read when it began (the others' were
   // read as they were written).

@@ -254,6 +254,21 @@ TEST(OptionsPlan, RunsOnlyTheFinalMergeReadsAreWrittenDirect) {
   EXPECT_FALSE(direct(no_compaction));
 }
 
+// The same few large runs: the final merge reads the memtables loading
+// leaves from memory; smaller memtables are flushed (kept, they took the
+// page cache of the final merge's chunks in a memory cgroup).
+TEST(OptionsPlan, TheFinalMergeReadsLargeMemtablesFromMemory) {
+  constexpr uint64_t kSize = 7 * 1024 * kMiB;
+  EXPECT_TRUE(MakePlan(Input(1536 * kMiB, 2, kSize)).final_merge_reads_memtables);
+  EXPECT_TRUE(MakePlan(Input(1536 * kMiB, 2, kSize, DiskKind::kHdd)).final_merge_reads_memtables);
+  EXPECT_FALSE(MakePlan(Input(64 * kMiB, 2, kSize)).final_merge_reads_memtables);
+  EXPECT_FALSE(MakePlan(Input(16 * kMiB, 2, kSize, DiskKind::kHdd)).final_merge_reads_memtables);
+  EXPECT_FALSE(MakePlan(Input(1536 * kMiB, 2)).final_merge_reads_memtables);  // A pipe.
+  const SortPlan plan = MakePlan(Input(1536 * kMiB, 2, kSize));
+  ASSERT_NE(plan.memtable_factory, nullptr);
+  EXPECT_EQ(plan.options.memtable_factory, plan.memtable_factory);
+}
+
 TEST(OptionsPlan, RunsAreLz4UnlessAnotherCompressionIsAsked) {
   // 4 GiB at a 64 MiB budget: ~130 runs, all read by the final merge as
   // they were flushed, so the fresh runs are compressed as asked.

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 #include "rocksdb/sst_file_writer.h"
@@ -87,7 +88,7 @@ std::unique_ptr<RunCursor> OpenRun(const std::string& path) {
 }
 
 // Reads the rest of `cursor`, which must be exactly `entries`, in order.
-void ExpectReadsInOrder(RunCursor& cursor, const Entries& entries) {
+void ExpectReadsInOrder(SortedCursor& cursor, const Entries& entries) {
   auto expected = entries.begin();
   while (cursor.Next()) {
     ASSERT_NE(expected, entries.end());
@@ -260,7 +261,7 @@ void ExpectMergeOf(const std::vector<int>& sizes, bool start_first = false) {
   std::shuffle(owner.begin(), owner.end(), rng);
   int i = 0;
   for (const auto& [key, value] : all) runs[owner[i++]].emplace(key, value);
-  std::vector<std::unique_ptr<RunCursor>> cursors;
+  std::vector<std::unique_ptr<SortedCursor>> cursors;
   for (size_t r = 0; r < runs.size(); ++r) {
     const std::string path = dir.File(absl::StrCat(100 + r, ".sst"));
     WriteRun(path, runs[r], RunOptions(r % 2 ? RunCompression::kLz4 : RunCompression::kNone));
@@ -299,13 +300,74 @@ TEST(RunMerger, NoRunsIsAnEmptyMerge) {
   EXPECT_TRUE(merger.status().ok());
 }
 
+// A DB of the store's options with `flushed` written and flushed into a
+// run, then `open` left in its open memtable, whose writes are finished.
+struct DbWithMemtable {
+  DbWithMemtable(const std::string& path, const Entries& flushed, const Entries& open) {
+    PolicyInput input;
+    input.memory_budget = 64 << 20;
+    input.threads = 1;
+    const SortPlan plan = MakePlan(input);
+    rocksdb::DB* raw = nullptr;
+    const rocksdb::Status s = rocksdb::DB::Open(plan.options, path, &raw);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    db.reset(raw);
+    rocksdb::WriteOptions write;
+    write.disableWAL = true;
+    for (const auto& [key, value] : flushed) EXPECT_TRUE(db->Put(write, key, value).ok());
+    EXPECT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+    for (const auto& [key, value] : open) EXPECT_TRUE(db->Put(write, key, value).ok());
+    plan.memtable_factory->FinishWrites();
+  }
+  std::unique_ptr<MemtableCursor> Memtables() const {
+    rocksdb::ReadOptions read;
+    read.read_tier = rocksdb::kMemtableTier;
+    return std::make_unique<MemtableCursor>(
+        std::unique_ptr<rocksdb::Iterator>(db->NewIterator(read)), "the test lane");
+  }
+  std::unique_ptr<rocksdb::DB> db;
+};
+
+TEST(MemtableCursor, ReadsTheMemtablesOnlyInOrder) {
+  test_util::ScratchDir dir;
+  const DbWithMemtable db(dir.File("db"), MakeEntries(3, 2000), MakeEntries(4, 3000));
+  std::unique_ptr<MemtableCursor> memtables = db.Memtables();
+  ExpectReadsInOrder(*memtables, MakeEntries(4, 3000));
+  EXPECT_FALSE(memtables->Next());
+}
+
+TEST(RunMerger, MergesRunsWithMemtables) {
+  test_util::ScratchDir dir;
+  const Entries all = MakeEntries(5, 9000);
+  Entries on_disk;
+  Entries in_memory;
+  int i = 0;
+  for (const auto& [key, value] : all) (i++ % 3 == 0 ? in_memory : on_disk).emplace(key, value);
+  const std::string run = dir.File("000030.sst");
+  WriteRun(run, on_disk, RunOptions(RunCompression::kLz4));
+  const DbWithMemtable db(dir.File("db"), MakeEntries(6, 100), in_memory);
+  std::vector<std::unique_ptr<SortedCursor>> cursors;
+  cursors.push_back(OpenRun(run));
+  cursors.push_back(db.Memtables());
+  RunMerger merger(std::move(cursors), 0);
+  auto expected = all.begin();
+  absl::string_view value;
+  while (merger.Next(&value)) {
+    ASSERT_NE(expected, all.end());
+    ASSERT_EQ(value, expected->second);
+    ++expected;
+  }
+  EXPECT_TRUE(merger.status().ok()) << merger.status();
+  EXPECT_EQ(expected, all.end());
+}
+
 TEST(RunMerger, FailsWithTheFailingRunsError) {
   test_util::ScratchDir dir;
   const std::string good = dir.File("000020.sst");
   const std::string bad = dir.File("000021.sst");
   WriteRun(good, MakeEntries(1, 3000), RunOptions(RunCompression::kLz4));
   WriteRun(bad, MakeEntries(2, 3000), RunOptions(RunCompression::kLz4));
-  std::vector<std::unique_ptr<RunCursor>> cursors;
+  std::vector<std::unique_ptr<SortedCursor>> cursors;
   cursors.push_back(OpenRun(good));
   cursors.push_back(OpenRun(bad));
   {

@@ -96,6 +96,47 @@ TEST(TempStoreTest, ReadsBackEveryRecordInKeyOrderAcrossLanesAndRuns) {
   EXPECT_TRUE(dir.List().empty());
 }
 
+// Memtables of 256 MiB or more (a budget of 1 GiB over two threads, the
+// size known): the final merge reads what loading left in them from
+// memory, and nothing is written.
+TEST(TempStoreTest, TheFinalMergeReadsLargeMemtablesFromMemory) {
+  ScratchDir dir;
+  StoreOptions options = SmallStore(dir);
+  options.memory_budget = uint64_t{1} << 30;
+  options.size_hint = uint64_t{4} << 30;
+  options.allow_compaction = true;
+  absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::vector<std::string> keys = Fill(**store, 20000, 500);
+  ASSERT_TRUE((*store)->FinishLoading().ok());
+  const StoreReport report = (*store)->report();
+  EXPECT_EQ(report.runs_flushed, 0);
+  EXPECT_EQ(report.runs_merged(), 0);
+  // Lanes take turns by run: no memtable was sealed, so one lane holds all.
+  EXPECT_EQ(report.memtables_at_final_merge, 1);
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(ReadBack(**store), keys);
+  EXPECT_TRUE((*store)->Destroy().ok());
+  EXPECT_TRUE(dir.List().empty());
+}
+
+// Smaller memtables are flushed at the end of loading, and read back.
+TEST(TempStoreTest, SmallMemtablesAreFlushedForTheFinalMerge) {
+  ScratchDir dir;
+  StoreOptions options = SmallStore(dir);
+  options.memory_budget = uint64_t{64} << 20;
+  absl::StatusOr<std::unique_ptr<TempStore>> store = TempStore::Create(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::vector<std::string> keys = Fill(**store, 2000, 500);
+  ASSERT_TRUE((*store)->FinishLoading().ok());
+  const StoreReport report = (*store)->report();
+  EXPECT_EQ(report.memtables_at_final_merge, 0);
+  EXPECT_EQ(report.runs_flushed, 1);
+  EXPECT_EQ(report.runs_merged(), 1);
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(ReadBack(**store), keys);
+}
+
 TEST(TempStoreTest, TinyMemoryMergesDownToWhatTheFinalMergeReads) {
   ScratchDir dir;
   StoreOptions options = SmallStore(dir);
