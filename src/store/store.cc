@@ -484,6 +484,8 @@ class TempStore::Impl {
       }
       return numbers;
     };
+    // Loading is over: iterators over the open memtables sort them in place.
+    plan_.memtable_factory->FinishWrites();
     for (;;) {
       const std::vector<uint64_t> before = super_versions();
       KeptMemtables kept;
@@ -504,7 +506,6 @@ class TempStore::Impl {
         for (rocksdb::SstFileMetaData& run : runs) kept.runs.push_back(std::move(run));
         if (lane_memtables == 0) continue;
         memtables += lane_memtables;
-        if (kept.cursors.empty()) plan_.memtable_factory->FinishWrites();
         rocksdb::ReadOptions read;
         read.read_tier = rocksdb::kMemtableTier;
         read.fill_cache = false;
