@@ -168,11 +168,14 @@ std::string Usage() {
       "  --disk KIND   auto, ssd or hdd: the disk under the temporary database;\n"
       "                hdd reads each run in larger chunks; auto asks sysfs whether\n"
       "                the device rotates [auto]\n"
-      "  --run-compression lz4|snappy|zstd|none  compression of the temporary\n"
-      "                sorted runs (only of the merged ones where runs are merged\n"
-      "                while loading); zstd: about a third less scratch space and\n"
-      "                disk traffic than lz4, for more CPU; none: the least CPU,\n"
-      "                for fast disks with room to spare [lz4]\n"
+      "  --run-compression auto|lz4|snappy|zstd|none  compression of the\n"
+      "                temporary sorted runs (only of the merged ones where runs\n"
+      "                are merged while loading); zstd: about a third less scratch\n"
+      "                space and disk traffic than lz4, for more CPU; none: the\n"
+      "                least CPU, for fast disks with room to spare; auto: lz4,\n"
+      "                but none for the few large runs of a sort that needs no\n"
+      "                merge once the disk writes them well ahead of the load and\n"
+      "                has room for them [auto]\n"
       "\n"
       "General:\n"
       "  -v            print the plan and statistics on stderr\n"
@@ -337,7 +340,9 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         }
         break;
       case kRunCompression:
-        if (std::string(optarg) == "lz4") {
+        if (std::string(optarg) == "auto") {
+          o.run_compression = store::RunCompression::kAuto;
+        } else if (std::string(optarg) == "lz4") {
           o.run_compression = store::RunCompression::kLz4;
         } else if (std::string(optarg) == "snappy") {
           o.run_compression = store::RunCompression::kSnappy;
@@ -347,7 +352,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
           o.run_compression = store::RunCompression::kNone;
         } else {
           return absl::InvalidArgumentError(absl::StrFormat(
-              "invalid --run-compression \"%s\": expected lz4, snappy, zstd or none", optarg));
+              "invalid --run-compression \"%s\": expected auto, lz4, snappy, zstd or none", optarg));
         }
         break;
       case 'v':

@@ -75,7 +75,7 @@ struct SortOptions {
   // sysfs (common/disk_info.h).
   std::optional<DiskKind> disk;
   // --run-compression: how the sorted runs are compressed on disk.
-  store::RunCompression run_compression = store::RunCompression::kLz4;
+  store::RunCompression run_compression = store::RunCompression::kAuto;
   bool add_pg = true;        // --no-PG clears it.
   std::string command_line;  // For the @PG CL field.
   std::string version;       // For the @PG VN field.

@@ -124,6 +124,7 @@ std::string SortReport::ToJson() const {
       "  \"released_bytes\": %d,\n"
       "  \"cache_room_bytes\": %d,\n  \"cache_room_source\": %s,\n"
       "  \"runs_dropped_from_cache\": %d,\n"
+      "  \"run_compression_choice\": %s,\n"
       "  \"load_seconds\": %.3f,\n  \"merge_seconds\": %.3f,\n  \"emit_seconds\": %.3f,\n"
       "  \"loader_read_seconds\": %.3f,\n  \"loader_write_seconds\": %.3f,\n"
       "  \"loader_merge_wait_seconds\": %.3f,\n"
@@ -140,7 +141,7 @@ std::string SortReport::ToJson() const {
       s.intermediate_merge_bytes, s.runs_merged(), absl::StrJoin(s.runs_merged_per_lane, ", "),
       s.memtables_at_final_merge, s.final_readahead, s.final_index_reads, s.peak_temp_bytes,
       s.released_bytes, s.cache_room_bytes, Quote(s.cache_room_source), s.runs_dropped_from_cache,
-      phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit),
+      Quote(s.run_compression_choice), phase_seconds(Phase::kLoad), phase_seconds(Phase::kMerge), phase_seconds(Phase::kEmit),
       read_seconds, s.write_seconds, s.merge_wait_seconds,
       emit_waits ? absl::StrFormat("%.3f", emit_waits->compressors_idle_seconds) : "null",
       emit_waits ? absl::StrFormat("%.3f", emit_waits->caller_blocked_seconds) : "null",

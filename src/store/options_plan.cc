@@ -153,6 +153,7 @@ SortPlan MakePlan(const PolicyInput& input) {
   // for more CPU (docs/design.md). Level 1: zstd's default (3) costs more
   // CPU again for runs barely smaller (docs/design.md).
   switch (input.run_compression) {
+    case RunCompression::kAuto:
     case RunCompression::kLz4:
       o.compression = rocksdb::kLZ4Compression;
       break;
@@ -380,6 +381,12 @@ SortPlan MakePlan(const PolicyInput& input) {
   // cgroup, they took the page cache the final merge's chunks are read
   // ahead into (docs/design.md, Settle).
   plan.final_merge_reads_memtables = o.use_direct_io_for_flush_and_compaction;
+  // The same few large runs, read once by the final merge, uncompressed if
+  // the disk turns out to write them well ahead of the load: there LZ4 is
+  // CPU spent for bytes the disk had time for (store.cc, MaybeWriteRunsRaw).
+  plan.raw_runs_if_disk_keeps_up = input.run_compression == RunCompression::kAuto &&
+                                   o.use_direct_io_for_flush_and_compaction &&
+                                   o.compression != rocksdb::kNoCompression;
   return plan;
 }
 
@@ -398,6 +405,16 @@ Readahead FinalReadahead(const SortPlan& plan, int runs) {
   // consumed at a few MB/s, then ride out a disk busy writing the output
   // for a second or more (a lead of 64 KiB lasts ~20 ms there).
   return {chunk, std::clamp(Minus(share, chunk), plan.lead, kFinalLeadChunks * chunk)};
+}
+
+bool RawRunsPay(const RawRunsInput& in) {
+  constexpr double kRawRunsDiskMargin = 1.5;
+  if (in.written_bytes == 0 || in.write_seconds <= 0 || in.load_seconds <= 0) return false;
+  const double write_rate = static_cast<double>(in.written_bytes) / in.write_seconds;
+  const double load_rate = static_cast<double>(in.loaded_bytes) / in.load_seconds;
+  if (write_rate < kRawRunsDiskMargin * load_rate) return false;
+  const uint64_t to_come = in.size_hint > in.loaded_bytes ? in.size_hint - in.loaded_bytes : 0;
+  return in.free_bytes >= to_come + to_come / 4;
 }
 
 uint64_t ExpectedScratchPeak(uint64_t size_hint, RunCompression compression) {
@@ -426,10 +443,11 @@ std::string DescribePlan(const SortPlan& plan) {
                             : std::string());
   }
   return absl::StrFormat(
-      "write_buffer_size=%d (%d memtables), %s fresh runs, %s merged runs, %d lane(s), "
+      "write_buffer_size=%d (%d memtables), %s fresh runs%s, %s merged runs, %d lane(s), "
       "expected runs %s, compaction %s, runs written %s, merges after loading fan-in <= %d, "
       "final merge <= %d runs (chunks of %d..%d KiB, page cache <= %d MiB)",
       o.write_buffer_size, plan.memtables, RunCompressionName(o.compression),
+      plan.raw_runs_if_disk_keeps_up ? " (uncompressed if the disk keeps up)" : "",
       RunCompressionName(plan.merged_compression), plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       compaction,

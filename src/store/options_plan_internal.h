@@ -59,7 +59,7 @@ struct PolicyInput {
   // cannot hold.
   bool allow_compaction = true;
   DiskKind disk = DiskKind::kSsd;
-  RunCompression run_compression = RunCompression::kLz4;
+  RunCompression run_compression = RunCompression::kAuto;
   // Largest read the temp directory's device serves as one request
   // (DiskDetection::request_bytes), 0 if unknown. Chunks read ahead are
   // fitted to whole requests.
@@ -101,6 +101,11 @@ struct SortPlan {
   // kMinDirectWriteBuffer or more and no merge is planned: a few runs, each
   // read once, by the final merge (store.cc, FinishLoading).
   bool final_merge_reads_memtables = false;
+  // The same runs (and --run-compression auto): the store writes them
+  // uncompressed from the first flush that ends after it sees the disk
+  // write runs well ahead of the load, with room for them
+  // (RawRunsPay). Runs flushed before then stay compressed.
+  bool raw_runs_if_disk_keeps_up = false;
   // The compression of the runs every merge writes (--run-compression).
   rocksdb::CompressionType merged_compression = rocksdb::kLZ4Compression;
   // Every fresh run is merged while loading (the size is known and makes
@@ -195,6 +200,28 @@ Readahead FinalReadahead(const SortPlan& plan, int runs);
 // `request_bytes`, the nearest (`nearest`) or the next lower; unchanged when
 // it fits in one request or the request size is unknown (0).
 uint64_t WholeRequests(uint64_t bytes, uint64_t request_bytes, bool nearest);
+
+// What the choice of uncompressed runs (SortPlan::raw_runs_if_disk_keeps_up)
+// goes by, once the first run is written.
+struct RawRunsInput {
+  // The runs' writes so far (ScratchFileSystem::DirectWrites).
+  uint64_t written_bytes = 0;
+  double write_seconds = 0;
+  // Record bytes loaded so far, and the load's wall time so far.
+  uint64_t loaded_bytes = 0;
+  double load_seconds = 0;
+  // The data's estimated size, and the scratch filesystem's free space.
+  uint64_t size_hint = 0;
+  uint64_t free_bytes = 0;
+};
+// Whether the runs still to come are better written uncompressed: the disk
+// wrote runs at least kRawRunsDiskMargin (1.5) times as fast as the load
+// makes records (uncompressed runs, about 1.7x the bytes of LZ4's on real
+// reads, then leave it idle most of the load), and the filesystem holds
+// the records still to come uncompressed with a quarter to spare. Writing
+// them then costs no time, and saves the flushes' LZ4 and the final
+// merge's (docs/benchmarks.md, "Uncompressed runs").
+bool RawRunsPay(const RawRunsInput& in);
 
 // Human-readable summary of the plan's main numbers, for -v.
 std::string DescribePlan(const SortPlan& plan);

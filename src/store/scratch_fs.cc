@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/thread_usage.h"
 
 namespace rocksort::store {
@@ -68,6 +70,59 @@ class KeptInCacheFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
   rocksdb::IOStatus InvalidateCache(size_t /*offset*/, size_t /*length*/) override {
     return rocksdb::IOStatus::OK();
   }
+};
+
+// A table file written with O_DIRECT: an UnsyncedFile whose writes, each
+// of which waits for the disk, are counted and timed.
+class MeteredFile : public UnsyncedFile {
+ public:
+  MeteredFile(std::unique_ptr<rocksdb::FSWritableFile> target, std::atomic<uint64_t>* bytes,
+              std::atomic<int64_t>* nanos)
+      : UnsyncedFile(std::move(target)), bytes_(bytes), nanos_(nanos) {}
+
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           rocksdb::IODebugContext* dbg) override {
+    const absl::Time start = absl::Now();
+    rocksdb::IOStatus s = UnsyncedFile::Append(data, options, dbg);
+    Count(s, data.size(), start);
+    return s;
+  }
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           const rocksdb::DataVerificationInfo& verification_info,
+                           rocksdb::IODebugContext* dbg) override {
+    const absl::Time start = absl::Now();
+    rocksdb::IOStatus s = UnsyncedFile::Append(data, options, verification_info, dbg);
+    Count(s, data.size(), start);
+    return s;
+  }
+  rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
+                                     const rocksdb::IOOptions& options,
+                                     rocksdb::IODebugContext* dbg) override {
+    const absl::Time start = absl::Now();
+    rocksdb::IOStatus s = UnsyncedFile::PositionedAppend(data, offset, options, dbg);
+    Count(s, data.size(), start);
+    return s;
+  }
+  rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
+                                     const rocksdb::IOOptions& options,
+                                     const rocksdb::DataVerificationInfo& verification_info,
+                                     rocksdb::IODebugContext* dbg) override {
+    const absl::Time start = absl::Now();
+    rocksdb::IOStatus s =
+        UnsyncedFile::PositionedAppend(data, offset, options, verification_info, dbg);
+    Count(s, data.size(), start);
+    return s;
+  }
+
+ private:
+  void Count(const rocksdb::IOStatus& s, size_t size, absl::Time start) {
+    if (!s.ok()) return;
+    nanos_->fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start), std::memory_order_relaxed);
+    bytes_->fetch_add(size, std::memory_order_relaxed);
+  }
+
+  std::atomic<uint64_t>* const bytes_;
+  std::atomic<int64_t>* const nanos_;
 };
 
 // Wraps what `s` opened into *result.
@@ -189,8 +244,17 @@ bool ScratchFileSystem::IsDeferred(const std::string& fname) {
 rocksdb::IOStatus ScratchFileSystem::NewWritableFile(
     const std::string& fname, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
-  const bool deferred = IsDeferred(fname);
-  return Unsynced(target()->NewWritableFile(fname, options, result, dbg), result, deferred);
+  rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
+  if (s.ok() && *result != nullptr && options.use_direct_writes && absl::EndsWith(fname, ".sst")) {
+    *result = std::make_unique<MeteredFile>(std::move(*result), &direct_bytes_, &direct_nanos_);
+    return s;
+  }
+  return Unsynced(std::move(s), result, IsDeferred(fname));
+}
+
+ScratchFileSystem::DirectWrites ScratchFileSystem::direct_writes() const {
+  return {direct_bytes_.load(std::memory_order_relaxed),
+          direct_nanos_.load(std::memory_order_relaxed) / 1e9};
 }
 
 rocksdb::IOStatus ScratchFileSystem::NewRandomAccessFile(

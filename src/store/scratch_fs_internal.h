@@ -112,6 +112,15 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   // above).
   void DeferWriteback(const std::string& fname);
 
+  // Table files written with O_DIRECT: the bytes written so far and the
+  // wall time their writes took, each waiting for the disk (how fast the
+  // disk takes runs: the store's choice of uncompressed runs).
+  struct DirectWrites {
+    uint64_t bytes = 0;
+    double seconds = 0;
+  };
+  DirectWrites direct_writes() const;
+
   // Drops the pages of file `fname` from the page cache
   // (POSIX_FADV_DONTNEED): the clean ones go, dirty ones are written back
   // and stay. Returns false if the file could not be opened. Advice: the
@@ -136,6 +145,8 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   bool deleting_ ABSL_GUARDED_BY(mu_) = false;  // The thread is working on a job.
   bool can_punch_ ABSL_GUARDED_BY(mu_) = true;  // Until the filesystem says otherwise.
   std::atomic<uint64_t> released_{0};
+  std::atomic<uint64_t> direct_bytes_{0};
+  std::atomic<int64_t> direct_nanos_{0};
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread deleter_;
 };

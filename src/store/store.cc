@@ -69,6 +69,10 @@ class DbStatsListener : public rocksdb::EventListener {
     merger_ = merger;
   }
   void Detach() { Attach(nullptr); }
+  int flushes() {
+    absl::MutexLock lock(&mu_);
+    return flushes_;
+  }
   // A merge; `after_loading` for the merges down to the final merge's runs.
   void AddMerge(uint64_t bytes, bool after_loading) {
     absl::MutexLock lock(&mu_);
@@ -266,6 +270,7 @@ class TempStore::Impl {
     temp_->set_await_deletes([fs = scratch_fs_] { fs->WaitForDeletes(); });
     if (plan_.options.use_direct_io_for_flush_and_compaction && !temp_->direct_writes()) {
       plan_.options.use_direct_io_for_flush_and_compaction = false;  // Refused by the FS.
+      plan_.raw_runs_if_disk_keeps_up = false;  // Nothing measures the disk then.
       report_.plan = DescribePlan(plan_);
     }
     WarnIfShortOfSpace();
@@ -299,6 +304,8 @@ class TempStore::Impl {
         });
     stats_->Attach(merger_.get());
     if (plan_.compaction == CompactionMode::kPlanned) merger_->Start();
+    raw_runs_pending_ = plan_.raw_runs_if_disk_keeps_up;
+    load_start_ = std::chrono::steady_clock::now();
     return absl::OkStatus();
   }
 
@@ -320,11 +327,13 @@ class TempStore::Impl {
   absl::Status CommitBatch() {
     const auto start = std::chrono::steady_clock::now();
     if (batch_->Count() > 0) {
+      loaded_bytes_ += batch_->GetDataSize();
       rocksdb::Status s = db()->Write(write_options_, batch_.get());
       if (!s.ok()) return FromRocks("writing to the temporary database failed", s);
       RotateLane();
       batch_->Clear();
     }
+    if (raw_runs_pending_) MaybeWriteRunsRaw();
     const auto written = std::chrono::steady_clock::now();
     report_.write_seconds += std::chrono::duration<double>(written - start).count();
     if (cancelled()) return absl::CancelledError("interrupted while loading");
@@ -578,6 +587,42 @@ class TempStore::Impl {
     }
   }
 
+  // SortPlan::raw_runs_if_disk_keeps_up: decided once, when the first run
+  // is written; the flushes that begin afterwards write the runs
+  // uncompressed if RawRunsPay says so. A failure to change the option
+  // only leaves the runs compressed.
+  void MaybeWriteRunsRaw() {
+    if (stats_->flushes() == 0) return;
+    raw_runs_pending_ = false;
+    RawRunsInput in;
+    const ScratchFileSystem::DirectWrites writes = scratch_fs_->direct_writes();
+    in.written_bytes = writes.bytes;
+    in.write_seconds = writes.seconds;
+    in.loaded_bytes = loaded_bytes_;
+    in.load_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start_).count();
+    in.size_hint = options_.size_hint;
+    struct statvfs fs;
+    if (::statvfs(dir().c_str(), &fs) == 0) {
+      in.free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    }
+    const bool raw = RawRunsPay(in);
+    const std::string why = absl::StrFormat(
+        "the disk wrote runs at %.0f MB/s, the load made records at %.0f MB/s, %d MiB free",
+        in.write_seconds > 0 ? in.written_bytes / in.write_seconds / 1e6 : 0.0,
+        in.loaded_bytes / in.load_seconds / 1e6, in.free_bytes >> 20);
+    if (raw) {
+      if (absl::Status s = temp_->WriteRunsUncompressed(); !s.ok()) {
+        report_.run_compression_choice = absl::StrCat("lz4 (", s.message(), "): ", why);
+        if (options_.verbose) Log(absl::StrCat("runs ", report_.run_compression_choice));
+        return;
+      }
+    }
+    report_.run_compression_choice =
+        absl::StrCat(raw ? "uncompressed" : "lz4", " after ", stats_->flushes(), " run(s): ", why);
+    if (options_.verbose) Log(absl::StrCat("runs ", report_.run_compression_choice));
+  }
+
   // A notice when the filesystem under the directory has less free space
   // than the sort may need (ExpectedScratchPeak).
   void WarnIfShortOfSpace() const {
@@ -655,6 +700,11 @@ class TempStore::Impl {
   };
   std::optional<KeptMemtables> kept_memtables_;
   std::unique_ptr<rocksdb::WriteBatch> batch_;
+  // For MaybeWriteRunsRaw: still to decide; when loading began; the bytes
+  // of the batches written since.
+  bool raw_runs_pending_ = false;
+  std::chrono::steady_clock::time_point load_start_;
+  uint64_t loaded_bytes_ = 0;
   rocksdb::WriteOptions write_options_;
   size_t lane_ = 0;            // The lane being filled.
   uint64_t lane_entries_ = 0;  // Its active memtable's entries after the last write.

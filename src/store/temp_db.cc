@@ -86,6 +86,17 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
 
 TempDb::~TempDb() { (void)Destroy(); }
 
+absl::Status TempDb::WriteRunsUncompressed() {
+  for (rocksdb::ColumnFamilyHandle* lane : lanes_) {
+    const rocksdb::Status s = db_->SetOptions(lane, {{"compression", "kNoCompression"}});
+    if (!s.ok()) {
+      return absl::InternalError(
+          absl::StrCat(dir_, ": can't turn off the runs' compression: ", s.ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status TempDb::Destroy() {
   if (destroyed_) return absl::OkStatus();
   destroyed_ = true;

@@ -269,6 +269,68 @@ TEST(OptionsPlan, TheFinalMergeReadsLargeMemtablesFromMemory) {
   EXPECT_EQ(plan.options.memtable_factory, plan.memtable_factory);
 }
 
+// --run-compression auto (the default) leaves the compression of the few
+// large runs only the final merge reads to the disk's measured speed
+// (RawRunsPay); other runs, and any compression asked for, stay as planned.
+TEST(OptionsPlan, AutoLeavesTheLargeDirectRunsToTheDisksSpeed) {
+  constexpr uint64_t kSize = 7 * 1024 * kMiB;
+  PolicyInput in = Input(1536 * kMiB, 2, kSize);  // -@ 2 -m 768M
+  ASSERT_EQ(in.run_compression, RunCompression::kAuto);
+  SortPlan plan = MakePlan(in);
+  ASSERT_TRUE(plan.options.use_direct_io_for_flush_and_compaction);
+  EXPECT_TRUE(plan.raw_runs_if_disk_keeps_up);
+  EXPECT_EQ(plan.options.compression, rocksdb::kLZ4Compression);  // Until the store decides.
+  EXPECT_EQ(plan.merged_compression, rocksdb::kLZ4Compression);
+  EXPECT_NE(DescribePlan(plan).find(" lz4 fresh runs (uncompressed if the disk keeps up), "),
+            std::string::npos);
+  for (RunCompression asked :
+       {RunCompression::kLz4, RunCompression::kZstd, RunCompression::kNone}) {
+    in.run_compression = asked;
+    plan = MakePlan(in);
+    EXPECT_FALSE(plan.raw_runs_if_disk_keeps_up);
+    EXPECT_EQ(DescribePlan(plan).find("if the disk keeps up"), std::string::npos);
+  }
+  EXPECT_FALSE(MakePlan(Input(64 * kMiB, 2, kSize, DiskKind::kHdd)).raw_runs_if_disk_keeps_up);
+  EXPECT_FALSE(MakePlan(Input(16 * kMiB, 2, kSize, DiskKind::kHdd)).raw_runs_if_disk_keeps_up);
+  EXPECT_FALSE(MakePlan(Input(1536 * kMiB, 2)).raw_runs_if_disk_keeps_up);  // A pipe.
+}
+
+// Uncompressed runs where the disk writes runs 1.5x as fast as the load
+// makes records and the filesystem holds the rest of the data raw, with a
+// quarter to spare.
+TEST(OptionsPlan, RawRunsPayWhereTheDiskKeepsUpAndHasRoom) {
+  constexpr uint64_t kGB = 1000 * 1000 * 1000;
+  RawRunsInput in;
+  in.written_bytes = 300 * 1000 * 1000;  // At 600 MB/s
+  in.write_seconds = 0.5;
+  in.loaded_bytes = 2 * kGB;  // At 200 MB/s
+  in.load_seconds = 10;
+  in.size_hint = 7 * kGB;
+  in.free_bytes = 50 * kGB;
+  EXPECT_TRUE(RawRunsPay(in));
+  RawRunsInput slow = in;
+  slow.write_seconds = 1.1;  // 273 MB/s: under 1.5 x 200.
+  EXPECT_FALSE(RawRunsPay(slow));
+  slow.write_seconds = 0.99;  // 303 MB/s
+  EXPECT_TRUE(RawRunsPay(slow));
+  RawRunsInput full = in;
+  full.free_bytes = 6 * kGB + kGB / 4 - 1;  // 5 GB to come, 6.25 needed.
+  EXPECT_FALSE(RawRunsPay(full));
+  full.free_bytes = 6 * kGB + kGB / 4;
+  EXPECT_TRUE(RawRunsPay(full));
+  RawRunsInput unmeasured = in;
+  unmeasured.write_seconds = 0;
+  EXPECT_FALSE(RawRunsPay(unmeasured));
+  unmeasured = in;
+  unmeasured.written_bytes = 0;
+  EXPECT_FALSE(RawRunsPay(unmeasured));
+  RawRunsInput past_the_estimate = in;  // More data than estimated: none to come.
+  past_the_estimate.loaded_bytes = 8 * kGB;
+  past_the_estimate.load_seconds = 40;
+  past_the_estimate.free_bytes = 0;
+  EXPECT_TRUE(RawRunsPay(past_the_estimate));
+}
+
 TEST(OptionsPlan, RunsAreLz4UnlessAnotherCompressionIsAsked) {
   // 4 GiB at a 64 MiB budget: ~130 runs, all read by the final merge as
   // they were flushed, so the fresh runs are compressed as asked.

@@ -260,6 +260,45 @@ TEST(ScratchFsTest, ReadersOfDeferredRunsKeepThemInTheCache) {
   EXPECT_FALSE(std::filesystem::exists(fresh));
 }
 
+// The runs' writes with O_DIRECT are counted and timed (how fast the disk
+// takes runs); buffered writes, copies into the page cache, are not.
+TEST(ScratchFsTest, DirectWritesOfTablesAreMeasured) {
+  for (const bool direct : {false, true}) {
+    SCOPED_TRACE(direct);
+    test_util::ScratchDir dir;
+    auto fs = std::make_shared<ScratchFileSystem>(rocksdb::FileSystem::Default());
+    std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+    rocksdb::Options options;
+    options.env = env.get();
+    options.create_if_missing = true;
+    options.use_direct_io_for_flush_and_compaction = direct;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(options, dir.File("db"), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    rocksdb::WriteOptions write_options;
+    write_options.disableWAL = true;
+    const std::string value(1000, 'v');
+    for (int i = 0; i < 3000; ++i) {
+      ASSERT_TRUE(db->Put(write_options, std::to_string(i), value).ok());
+    }
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+    std::vector<rocksdb::LiveFileMetaData> tables;
+    db->GetLiveFilesMetaData(&tables);
+    ASSERT_EQ(tables.size(), 1u);
+    const ScratchFileSystem::DirectWrites writes = fs->direct_writes();
+    if (direct) {
+      // Whole sectors: the table's last one padded.
+      EXPECT_GE(writes.bytes, tables[0].size);
+      EXPECT_LT(writes.bytes, tables[0].size + 1024 * 1024);
+      EXPECT_GT(writes.seconds, 0);
+    } else {
+      EXPECT_EQ(writes.bytes, 0u);
+      EXPECT_EQ(writes.seconds, 0);
+    }
+    ASSERT_TRUE(db->Close().ok());
+  }
+}
+
 TEST(ScratchFsTest, TablesAreDeletedInTheBackgroundOthersAtOnce) {
   test_util::ScratchDir dir;
   ScratchFileSystem fs(rocksdb::FileSystem::Default());

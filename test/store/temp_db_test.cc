@@ -3,14 +3,17 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
+#include "rocksdb/table_properties.h"
 #include "store/rocksdb_log_internal.h"
 #include "test_util.h"
 
@@ -95,6 +98,45 @@ TEST(TempDbTest, DirectWritesOnlyWhereTheFileSystemTakesThem) {
     EXPECT_TRUE((*db)->Destroy().ok());
     EXPECT_FALSE(std::filesystem::exists(dir));
   }
+}
+
+// The choice of uncompressed runs: in every lane, the runs flushed before
+// it keep their compression, those flushed after it have none.
+TEST(TempDbTest, RunsFlushedAfterWriteRunsUncompressedAreUncompressed) {
+  ScratchDir scratch;
+  rocksdb::Options options = NewDbOptions();
+  options.compression = rocksdb::kLZ4Compression;
+  absl::StatusOr<std::unique_ptr<TempDb>> db =
+      TempDb::Create(scratch.path() + "/rocksort-raw.", options, 2, nullptr);
+  ASSERT_TRUE(db.ok()) << db.status();
+  const std::string value(1000, 'v');
+  const auto flush_a_run = [&](int run) {
+    for (rocksdb::ColumnFamilyHandle* lane : (*db)->lanes()) {
+      for (int i = 0; i < 100; ++i) {
+        ASSERT_TRUE((*db)->db()->Put(rocksdb::WriteOptions(), lane,
+                                     absl::StrCat(run, "-", 1000 + i), value).ok());
+      }
+      ASSERT_TRUE((*db)->db()->Flush(rocksdb::FlushOptions(), lane).ok());
+    }
+  };
+  flush_a_run(0);
+  ASSERT_TRUE((*db)->WriteRunsUncompressed().ok());
+  flush_a_run(1);
+  for (rocksdb::ColumnFamilyHandle* lane : (*db)->lanes()) {
+    rocksdb::TablePropertiesCollection tables;
+    ASSERT_TRUE((*db)->db()->GetPropertiesOfAllTables(lane, &tables).ok());
+    std::vector<std::string> compressions;
+    for (const auto& [path, properties] : tables) {
+      // Runs are named in the order they were written.
+      compressions.push_back(absl::StrCat(path.substr(path.size() - 10), " ",
+                                          properties->compression_name));
+    }
+    std::sort(compressions.begin(), compressions.end());
+    ASSERT_EQ(compressions.size(), 2u);
+    EXPECT_TRUE(absl::EndsWith(compressions[0], " LZ4")) << compressions[0];
+    EXPECT_TRUE(absl::EndsWith(compressions[1], " NoCompression")) << compressions[1];
+  }
+  EXPECT_TRUE((*db)->Destroy().ok());
 }
 
 // RocksDB's own LOG file aborted rocksort on a full temp filesystem

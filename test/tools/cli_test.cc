@@ -186,7 +186,7 @@ TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->stats_json, "s.json");
   EXPECT_FALSE(c->sort.disk.has_value());
-  EXPECT_EQ(c->sort.run_compression, store::RunCompression::kLz4);
+  EXPECT_EQ(c->sort.run_compression, store::RunCompression::kAuto);
   c = Parse({"--run-compression", "snappy", "in.bam"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->sort.run_compression, store::RunCompression::kSnappy);
@@ -199,6 +199,9 @@ TEST(ParseCommandLine, CompactionCanBeEstimatedOrSwitchedOff) {
   c = Parse({"--run-compression", "lz4", "in.bam"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->sort.run_compression, store::RunCompression::kLz4);
+  c = Parse({"--run-compression", "none", "--run-compression", "auto", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.run_compression, store::RunCompression::kAuto);
   EXPECT_FALSE(Parse({"--run-compression", "gzip", "in.bam"}).ok());
 }
 
