@@ -215,11 +215,11 @@ struct RawRunsInput {
   uint64_t free_bytes = 0;
 };
 // Whether the runs still to come are better written uncompressed: the disk
-// wrote runs at least kRawRunsDiskMargin (1.5) times as fast as the load
-// makes records (uncompressed runs, about 1.7x the bytes of LZ4's on real
-// reads, then leave it idle most of the load), and the filesystem holds
-// the records still to come uncompressed with a quarter to spare. Writing
-// them then costs no time, and saves the flushes' LZ4 and the final
+// wrote runs at least 1.25 times as fast as the load makes records, and
+// the filesystem holds the records still to come uncompressed with a
+// quarter to spare. A disk that writes records as fast as the load makes
+// them cannot make the load slower with uncompressed runs (about 1.7x the
+// bytes of LZ4's on real reads), which save the flushes' LZ4 and the final
 // merge's (docs/benchmarks.md, "Uncompressed runs").
 bool RawRunsPay(const RawRunsInput& in);
 
