@@ -82,43 +82,37 @@ class MeteredFile : public UnsyncedFile {
 
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            rocksdb::IODebugContext* dbg) override {
-    const absl::Time start = absl::Now();
-    rocksdb::IOStatus s = UnsyncedFile::Append(data, options, dbg);
-    Count(s, data.size(), start);
-    return s;
+    return Timed(data.size(), [&] { return UnsyncedFile::Append(data, options, dbg); });
   }
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
-                           const rocksdb::DataVerificationInfo& verification_info,
+                           const rocksdb::DataVerificationInfo& info,
                            rocksdb::IODebugContext* dbg) override {
-    const absl::Time start = absl::Now();
-    rocksdb::IOStatus s = UnsyncedFile::Append(data, options, verification_info, dbg);
-    Count(s, data.size(), start);
-    return s;
+    return Timed(data.size(), [&] { return UnsyncedFile::Append(data, options, info, dbg); });
   }
   rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
                                      const rocksdb::IOOptions& options,
                                      rocksdb::IODebugContext* dbg) override {
-    const absl::Time start = absl::Now();
-    rocksdb::IOStatus s = UnsyncedFile::PositionedAppend(data, offset, options, dbg);
-    Count(s, data.size(), start);
-    return s;
+    return Timed(data.size(),
+                 [&] { return UnsyncedFile::PositionedAppend(data, offset, options, dbg); });
   }
   rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
                                      const rocksdb::IOOptions& options,
-                                     const rocksdb::DataVerificationInfo& verification_info,
+                                     const rocksdb::DataVerificationInfo& info,
                                      rocksdb::IODebugContext* dbg) override {
-    const absl::Time start = absl::Now();
-    rocksdb::IOStatus s =
-        UnsyncedFile::PositionedAppend(data, offset, options, verification_info, dbg);
-    Count(s, data.size(), start);
-    return s;
+    return Timed(data.size(),
+                 [&] { return UnsyncedFile::PositionedAppend(data, offset, options, info, dbg); });
   }
 
  private:
-  void Count(const rocksdb::IOStatus& s, size_t size, absl::Time start) {
-    if (!s.ok()) return;
-    nanos_->fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start), std::memory_order_relaxed);
-    bytes_->fetch_add(size, std::memory_order_relaxed);
+  template <typename Write>
+  rocksdb::IOStatus Timed(size_t size, Write write) {
+    const absl::Time start = absl::Now();
+    rocksdb::IOStatus s = write();
+    if (s.ok()) {
+      nanos_->fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start), std::memory_order_relaxed);
+      bytes_->fetch_add(size, std::memory_order_relaxed);
+    }
+    return s;
   }
 
   std::atomic<uint64_t>* const bytes_;

@@ -611,15 +611,14 @@ class TempStore::Impl {
         "the disk wrote runs at %.0f MB/s, the load made records at %.0f MB/s, %d MiB free",
         in.write_seconds > 0 ? in.written_bytes / in.write_seconds / 1e6 : 0.0,
         in.loaded_bytes / in.load_seconds / 1e6, in.free_bytes >> 20);
+    std::string choice = raw ? "uncompressed" : "lz4";
     if (raw) {
       if (absl::Status s = temp_->WriteRunsUncompressed(); !s.ok()) {
-        report_.run_compression_choice = absl::StrCat("lz4 (", s.message(), "): ", why);
-        if (options_.verbose) Log(absl::StrCat("runs ", report_.run_compression_choice));
-        return;
+        choice = absl::StrCat("lz4 (", s.message(), ")");
       }
     }
     report_.run_compression_choice =
-        absl::StrCat(raw ? "uncompressed" : "lz4", " after ", stats_->flushes(), " run(s): ", why);
+        absl::StrCat(choice, " after ", stats_->flushes(), " run(s): ", why);
     if (options_.verbose) Log(absl::StrCat("runs ", report_.run_compression_choice));
   }
 
