@@ -62,19 +62,6 @@ constexpr uint64_t kMinChunksPerMemtable = 8;
 // zstd's level for --run-compression zstd.
 constexpr int kZstdRunLevel = 1;
 
-const char* RunCompressionName(rocksdb::CompressionType type) {
-  switch (type) {
-    case rocksdb::kSnappyCompression:
-      return "snappy";
-    case rocksdb::kZSTD:
-      return "zstd";
-    case rocksdb::kNoCompression:
-      return "uncompressed";
-    default:
-      return "lz4";
-  }
-}
-
 // Descriptors kept out of RocksDB's table cache: stdio, the input, the
 // output, MANIFEST, the files being written, the prefetch threads',
 // htslib's and libc's own.
@@ -89,6 +76,19 @@ uint64_t FitChunk(uint64_t bytes, uint64_t lo, uint64_t hi, uint64_t request) {
 }
 
 }  // namespace
+
+const char* RunCompressionName(rocksdb::CompressionType type) {
+  switch (type) {
+    case rocksdb::kSnappyCompression:
+      return "snappy";
+    case rocksdb::kZSTD:
+      return "zstd";
+    case rocksdb::kNoCompression:
+      return "uncompressed";
+    default:
+      return "lz4";
+  }
+}
 
 SortPlan MakePlan(const PolicyInput& input) {
   SortPlan plan;
@@ -381,12 +381,18 @@ SortPlan MakePlan(const PolicyInput& input) {
   // cgroup, they took the page cache the final merge's chunks are read
   // ahead into (docs/design.md, Settle).
   plan.final_merge_reads_memtables = o.use_direct_io_for_flush_and_compaction;
-  // The same few large runs, read once by the final merge, uncompressed if
-  // the disk turns out to write them well ahead of the load: there LZ4 is
-  // CPU spent for bytes the disk had time for (store.cc, MaybeWriteRunsRaw).
+  // The same few large runs, read once by the final merge, uncompressed
+  // while the disk writes them well ahead of the load: there LZ4 is CPU
+  // spent for bytes the disk had time for. They start uncompressed (the
+  // store compresses from the start where the filesystem lacks the room),
+  // and the store turns the run compression on once the first run shows a
+  // disk falling behind (store.cc, MaybeChangeRunCompression): LZ4 on the
+  // first runs until then was the one LZ4 left in the profile of a sort
+  // whose disk kept up, 0.9% of its CPU at -m 768M.
   plan.raw_runs_if_disk_keeps_up = input.run_compression == RunCompression::kAuto &&
                                    o.use_direct_io_for_flush_and_compaction &&
                                    o.compression != rocksdb::kNoCompression;
+  if (plan.raw_runs_if_disk_keeps_up) o.compression = rocksdb::kNoCompression;
   return plan;
 }
 
@@ -407,6 +413,11 @@ Readahead FinalReadahead(const SortPlan& plan, int runs) {
   return {chunk, std::clamp(Minus(share, chunk), plan.lead, kFinalLeadChunks * chunk)};
 }
 
+bool RoomForRawRuns(uint64_t size_hint, uint64_t loaded_bytes, uint64_t free_bytes) {
+  const uint64_t to_come = size_hint > loaded_bytes ? size_hint - loaded_bytes : 0;
+  return free_bytes >= to_come + to_come / 4;
+}
+
 bool RawRunsPay(const RawRunsInput& in) {
   // At 1.25, a load the raw runs make wait for the disk still takes at
   // most 0.8x the time of the load just measured.
@@ -415,8 +426,7 @@ bool RawRunsPay(const RawRunsInput& in) {
   const double write_rate = static_cast<double>(in.written_bytes) / in.write_seconds;
   const double load_rate = static_cast<double>(in.loaded_bytes) / in.load_seconds;
   if (write_rate < kRawRunsDiskMargin * load_rate) return false;
-  const uint64_t to_come = in.size_hint > in.loaded_bytes ? in.size_hint - in.loaded_bytes : 0;
-  return in.free_bytes >= to_come + to_come / 4;
+  return RoomForRawRuns(in.size_hint, in.loaded_bytes, in.free_bytes);
 }
 
 uint64_t ExpectedScratchPeak(uint64_t size_hint, RunCompression compression) {
@@ -449,7 +459,10 @@ std::string DescribePlan(const SortPlan& plan) {
       "expected runs %s, compaction %s, runs written %s, merges after loading fan-in <= %d, "
       "final merge <= %d runs (chunks of %d..%d KiB, page cache <= %d MiB)",
       o.write_buffer_size, plan.memtables, RunCompressionName(o.compression),
-      plan.raw_runs_if_disk_keeps_up ? " (uncompressed if the disk keeps up)" : "",
+      plan.raw_runs_if_disk_keeps_up
+          ? absl::StrCat(" (", RunCompressionName(plan.merged_compression),
+                         " if the disk falls behind)")
+          : std::string(),
       RunCompressionName(plan.merged_compression), plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       compaction,

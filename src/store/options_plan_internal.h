@@ -101,10 +101,11 @@ struct SortPlan {
   // kMinDirectWriteBuffer or more and no merge is planned: a few runs, each
   // read once, by the final merge (store.cc, FinishLoading).
   bool final_merge_reads_memtables = false;
-  // The same runs (and --run-compression auto): the store writes them
-  // uncompressed from the first flush that ends after it sees the disk
-  // write runs well ahead of the load, with room for them
-  // (RawRunsPay). Runs flushed before then stay compressed.
+  // The same runs (and --run-compression auto): options.compression is
+  // none, and the store keeps it so while the first run shows the disk
+  // writing runs well ahead of the load, with room for them (RawRunsPay);
+  // otherwise the runs flushed from then on (or, where the filesystem
+  // lacks the room from the start, every run) have merged_compression.
   bool raw_runs_if_disk_keeps_up = false;
   // The compression of the runs every merge writes (--run-compression).
   rocksdb::CompressionType merged_compression = rocksdb::kLZ4Compression;
@@ -201,6 +202,11 @@ Readahead FinalReadahead(const SortPlan& plan, int runs);
 // it fits in one request or the request size is unknown (0).
 uint64_t WholeRequests(uint64_t bytes, uint64_t request_bytes, bool nearest);
 
+// Whether the scratch filesystem's `free_bytes` hold the records still to
+// come, `size_hint` less `loaded_bytes`, uncompressed with a quarter to
+// spare.
+bool RoomForRawRuns(uint64_t size_hint, uint64_t loaded_bytes, uint64_t free_bytes);
+
 // What the choice of uncompressed runs (SortPlan::raw_runs_if_disk_keeps_up)
 // goes by, once the first run is written.
 struct RawRunsInput {
@@ -222,6 +228,10 @@ struct RawRunsInput {
 // bytes of LZ4's on real reads), which save the flushes' LZ4 and the final
 // merge's (docs/benchmarks.md, "Uncompressed runs").
 bool RawRunsPay(const RawRunsInput& in);
+
+// The name -v gives a run compression: "lz4", "snappy", "zstd" or
+// "uncompressed".
+const char* RunCompressionName(rocksdb::CompressionType type);
 
 // Human-readable summary of the plan's main numbers, for -v.
 std::string DescribePlan(const SortPlan& plan);

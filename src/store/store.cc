@@ -270,8 +270,15 @@ class TempStore::Impl {
     temp_->set_await_deletes([fs = scratch_fs_] { fs->WaitForDeletes(); });
     if (plan_.options.use_direct_io_for_flush_and_compaction && !temp_->direct_writes()) {
       plan_.options.use_direct_io_for_flush_and_compaction = false;  // Refused by the FS.
-      plan_.raw_runs_if_disk_keeps_up = false;  // Nothing measures the disk then.
+      if (plan_.raw_runs_if_disk_keeps_up) {
+        plan_.raw_runs_if_disk_keeps_up = false;  // Nothing measures the disk then.
+        RETURN_IF_ERROR(SetRunCompression(plan_.merged_compression));
+      }
       report_.plan = DescribePlan(plan_);
+    }
+    if (plan_.raw_runs_if_disk_keeps_up &&
+        !RoomForRawRuns(options_.size_hint, 0, FreeScratchBytes())) {
+      RETURN_IF_ERROR(SetRunCompression(plan_.merged_compression));
     }
     WarnIfShortOfSpace();
     if (plan_.memtable_chunks != nullptr) {
@@ -304,7 +311,7 @@ class TempStore::Impl {
         });
     stats_->Attach(merger_.get());
     if (plan_.compaction == CompactionMode::kPlanned) merger_->Start();
-    raw_runs_pending_ = plan_.raw_runs_if_disk_keeps_up;
+    run_compression_pending_ = plan_.raw_runs_if_disk_keeps_up;
     load_start_ = std::chrono::steady_clock::now();
     return absl::OkStatus();
   }
@@ -333,7 +340,7 @@ class TempStore::Impl {
       RotateLane();
       batch_->Clear();
     }
-    if (raw_runs_pending_) MaybeWriteRunsRaw();
+    if (run_compression_pending_) MaybeChangeRunCompression();
     const auto written = std::chrono::steady_clock::now();
     report_.write_seconds += std::chrono::duration<double>(written - start).count();
     if (cancelled()) return absl::CancelledError("interrupted while loading");
@@ -587,13 +594,27 @@ class TempStore::Impl {
     }
   }
 
+  // The runs' compression from now on: set on every lane, and in plan_.
+  absl::Status SetRunCompression(rocksdb::CompressionType type) {
+    RETURN_IF_ERROR(temp_->SetRunCompression(type));
+    plan_.options.compression = type;
+    return absl::OkStatus();
+  }
+
+  uint64_t FreeScratchBytes() const {
+    struct statvfs fs;
+    if (::statvfs(dir().c_str(), &fs) != 0) return 0;
+    return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  }
+
   // SortPlan::raw_runs_if_disk_keeps_up: decided once, when the first run
   // is written; the flushes that begin afterwards write the runs
-  // uncompressed if RawRunsPay says so. A failure to change the option
-  // only leaves the runs compressed.
-  void MaybeWriteRunsRaw() {
+  // uncompressed if RawRunsPay says so, else with the merged runs'
+  // compression. A failure to change the option leaves the runs as they
+  // were and says so.
+  void MaybeChangeRunCompression() {
     if (stats_->flushes() == 0) return;
-    raw_runs_pending_ = false;
+    run_compression_pending_ = false;
     RawRunsInput in;
     const ScratchFileSystem::DirectWrites writes = scratch_fs_->direct_writes();
     in.written_bytes = writes.bytes;
@@ -602,23 +623,23 @@ class TempStore::Impl {
     in.load_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start_).count();
     in.size_hint = options_.size_hint;
-    struct statvfs fs;
-    if (::statvfs(dir().c_str(), &fs) == 0) {
-      in.free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-    }
-    const bool raw = RawRunsPay(in);
+    in.free_bytes = FreeScratchBytes();
+    const rocksdb::CompressionType before = plan_.options.compression;
+    const rocksdb::CompressionType after =
+        RawRunsPay(in) ? rocksdb::kNoCompression : plan_.merged_compression;
     const std::string why = absl::StrFormat(
         "the disk wrote runs at %.0f MB/s, the load made records at %.0f MB/s, %d MiB free",
         in.write_seconds > 0 ? in.written_bytes / in.write_seconds / 1e6 : 0.0,
         in.loaded_bytes / in.load_seconds / 1e6, in.free_bytes >> 20);
-    std::string choice = raw ? "uncompressed" : "lz4";
-    if (raw) {
-      if (absl::Status s = temp_->WriteRunsUncompressed(); !s.ok()) {
-        choice = absl::StrCat("lz4 (", s.message(), ")");
+    std::string choice = RunCompressionName(after);
+    if (after != before) {
+      if (absl::Status s = SetRunCompression(after); !s.ok()) {
+        choice = absl::StrCat(RunCompressionName(before), " (", s.message(), ")");
       }
     }
     report_.run_compression_choice =
-        absl::StrCat(choice, " after ", stats_->flushes(), " run(s): ", why);
+        absl::StrCat(choice, " after ", stats_->flushes(), " run(s) (",
+                     RunCompressionName(before), " until then): ", why);
     if (options_.verbose) Log(absl::StrCat("runs ", report_.run_compression_choice));
   }
 
@@ -699,9 +720,9 @@ class TempStore::Impl {
   };
   std::optional<KeptMemtables> kept_memtables_;
   std::unique_ptr<rocksdb::WriteBatch> batch_;
-  // For MaybeWriteRunsRaw: still to decide; when loading began; the bytes
-  // of the batches written since.
-  bool raw_runs_pending_ = false;
+  // For MaybeChangeRunCompression: still to decide; when loading began;
+  // the bytes of the batches written since.
+  bool run_compression_pending_ = false;
   std::chrono::steady_clock::time_point load_start_;
   uint64_t loaded_bytes_ = 0;
   rocksdb::WriteOptions write_options_;

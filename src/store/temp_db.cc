@@ -86,13 +86,15 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
 
 TempDb::~TempDb() { (void)Destroy(); }
 
-absl::Status TempDb::WriteRunsUncompressed() {
-  for (rocksdb::ColumnFamilyHandle* lane : lanes_) {
-    const rocksdb::Status s = db_->SetOptions(lane, {{"compression", "kNoCompression"}});
-    if (!s.ok()) {
-      return absl::InternalError(
-          absl::StrCat(dir_, ": can't turn off the runs' compression: ", s.ToString()));
-    }
+absl::Status TempDb::SetRunCompression(rocksdb::CompressionType type) {
+  std::string name;
+  rocksdb::Status s = rocksdb::GetStringFromCompressionType(&name, type);
+  for (size_t i = 0; s.ok() && i < lanes_.size(); ++i) {
+    s = db_->SetOptions(lanes_[i], {{"compression", name}});
+  }
+  if (!s.ok()) {
+    return absl::InternalError(
+        absl::StrCat(dir_, ": can't change the runs' compression: ", s.ToString()));
   }
   return absl::OkStatus();
 }

@@ -51,10 +51,9 @@ class TempDb {
   // Whether runs are written with O_DIRECT (see Create).
   bool direct_writes() const { return options_.use_direct_io_for_flush_and_compaction; }
 
-  // Runs flushed from now on, in every lane, are written uncompressed
-  // (flushes already running keep their compression). Errors name the
-  // directory.
-  absl::Status WriteRunsUncompressed();
+  // Runs flushed from now on, in every lane, are compressed with `type`
+  // (flushes already running keep theirs). Errors name the directory.
+  absl::Status SetRunCompression(rocksdb::CompressionType type);
 
   // Called by Destroy() after DestroyDB, before the directory is removed:
   // a file system that deletes in the background waits for its deletes.

@@ -271,7 +271,8 @@ TEST(OptionsPlan, TheFinalMergeReadsLargeMemtablesFromMemory) {
 
 // --run-compression auto (the default) leaves the compression of the few
 // large runs only the final merge reads to the disk's measured speed
-// (RawRunsPay); other runs, and any compression asked for, stay as planned.
+// (RawRunsPay): they start uncompressed, with LZ4 to fall back on; other
+// runs, and any compression asked for, stay as planned.
 TEST(OptionsPlan, AutoLeavesTheLargeDirectRunsToTheDisksSpeed) {
   constexpr uint64_t kSize = 7 * 1024 * kMiB;
   PolicyInput in = Input(1536 * kMiB, 2, kSize);  // -@ 2 -m 768M
@@ -279,16 +280,17 @@ TEST(OptionsPlan, AutoLeavesTheLargeDirectRunsToTheDisksSpeed) {
   SortPlan plan = MakePlan(in);
   ASSERT_TRUE(plan.options.use_direct_io_for_flush_and_compaction);
   EXPECT_TRUE(plan.raw_runs_if_disk_keeps_up);
-  EXPECT_EQ(plan.options.compression, rocksdb::kLZ4Compression);  // Until the store decides.
+  EXPECT_EQ(plan.options.compression, rocksdb::kNoCompression);  // Until the store decides.
   EXPECT_EQ(plan.merged_compression, rocksdb::kLZ4Compression);
-  EXPECT_NE(DescribePlan(plan).find(" lz4 fresh runs (uncompressed if the disk keeps up), "),
+  EXPECT_NE(DescribePlan(plan).find(" uncompressed fresh runs (lz4 if the disk falls behind), "),
             std::string::npos);
   for (RunCompression asked :
        {RunCompression::kLz4, RunCompression::kZstd, RunCompression::kNone}) {
     in.run_compression = asked;
     plan = MakePlan(in);
     EXPECT_FALSE(plan.raw_runs_if_disk_keeps_up);
-    EXPECT_EQ(DescribePlan(plan).find("if the disk keeps up"), std::string::npos);
+    EXPECT_EQ(plan.options.compression, plan.merged_compression);
+    EXPECT_EQ(DescribePlan(plan).find("if the disk falls behind"), std::string::npos);
   }
   EXPECT_FALSE(MakePlan(Input(64 * kMiB, 2, kSize, DiskKind::kHdd)).raw_runs_if_disk_keeps_up);
   EXPECT_FALSE(MakePlan(Input(16 * kMiB, 2, kSize, DiskKind::kHdd)).raw_runs_if_disk_keeps_up);
@@ -329,6 +331,18 @@ TEST(OptionsPlan, RawRunsPayWhereTheDiskKeepsUpAndHasRoom) {
   past_the_estimate.load_seconds = 40;
   past_the_estimate.free_bytes = 0;
   EXPECT_TRUE(RawRunsPay(past_the_estimate));
+}
+
+// Before the first run, the room for uncompressed runs is the whole
+// estimate with a quarter to spare; later, what is still to come.
+TEST(OptionsPlan, RoomForRawRunsIsWhatIsStillToComePlusAQuarter) {
+  constexpr uint64_t kGB = 1000 * 1000 * 1000;
+  EXPECT_TRUE(RoomForRawRuns(8 * kGB, 0, 10 * kGB));
+  EXPECT_FALSE(RoomForRawRuns(8 * kGB, 0, 10 * kGB - 1));
+  EXPECT_TRUE(RoomForRawRuns(8 * kGB, 4 * kGB, 5 * kGB));
+  EXPECT_FALSE(RoomForRawRuns(8 * kGB, 4 * kGB, 5 * kGB - 1));
+  EXPECT_TRUE(RoomForRawRuns(8 * kGB, 9 * kGB, 0));
+  EXPECT_FALSE(RoomForRawRuns(8 * kGB, 0, 0));  // statvfs failed: no room known.
 }
 
 TEST(OptionsPlan, RunsAreLz4UnlessAnotherCompressionIsAsked) {

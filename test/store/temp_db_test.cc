@@ -100,12 +100,14 @@ TEST(TempDbTest, DirectWritesOnlyWhereTheFileSystemTakesThem) {
   }
 }
 
-// The choice of uncompressed runs: in every lane, the runs flushed before
-// it keep their compression, those flushed after it have none.
-TEST(TempDbTest, RunsFlushedAfterWriteRunsUncompressedAreUncompressed) {
+// The choice of the runs' compression: in every lane, the runs flushed
+// before it keep their compression, those flushed after it have the new
+// one, either way.
+TEST(TempDbTest, RunsFlushedAfterSetRunCompressionHaveTheNewCompression) {
   ScratchDir scratch;
   rocksdb::Options options = NewDbOptions();
   options.compression = rocksdb::kLZ4Compression;
+  options.disable_auto_compactions = true;  // Three runs per lane stay three.
   absl::StatusOr<std::unique_ptr<TempDb>> db =
       TempDb::Create(scratch.path() + "/rocksort-raw.", options, 2, nullptr);
   ASSERT_TRUE(db.ok()) << db.status();
@@ -120,8 +122,10 @@ TEST(TempDbTest, RunsFlushedAfterWriteRunsUncompressedAreUncompressed) {
     }
   };
   flush_a_run(0);
-  ASSERT_TRUE((*db)->WriteRunsUncompressed().ok());
+  ASSERT_TRUE((*db)->SetRunCompression(rocksdb::kNoCompression).ok());
   flush_a_run(1);
+  ASSERT_TRUE((*db)->SetRunCompression(rocksdb::kLZ4Compression).ok());
+  flush_a_run(2);
   for (rocksdb::ColumnFamilyHandle* lane : (*db)->lanes()) {
     rocksdb::TablePropertiesCollection tables;
     ASSERT_TRUE((*db)->db()->GetPropertiesOfAllTables(lane, &tables).ok());
@@ -132,9 +136,10 @@ TEST(TempDbTest, RunsFlushedAfterWriteRunsUncompressedAreUncompressed) {
                                           properties->compression_name));
     }
     std::sort(compressions.begin(), compressions.end());
-    ASSERT_EQ(compressions.size(), 2u);
+    ASSERT_EQ(compressions.size(), 3u);
     EXPECT_TRUE(absl::EndsWith(compressions[0], " LZ4")) << compressions[0];
     EXPECT_TRUE(absl::EndsWith(compressions[1], " NoCompression")) << compressions[1];
+    EXPECT_TRUE(absl::EndsWith(compressions[2], " LZ4")) << compressions[2];
   }
   EXPECT_TRUE((*db)->Destroy().ok());
 }
