@@ -454,15 +454,21 @@ std::string DescribePlan(const SortPlan& plan) {
                             ? absl::StrCat(", starts after ", plan.adaptive_trigger_runs, " runs")
                             : std::string());
   }
+  // What --run-compression auto may still change (store.cc,
+  // MaybeChangeRunCompression).
+  std::string disk_choice;
+  if (plan.raw_runs_if_disk_keeps_up) {
+    disk_choice = o.compression == rocksdb::kNoCompression
+                      ? absl::StrCat(" (", RunCompressionName(plan.merged_compression),
+                                     " if the disk falls behind)")
+                      : std::string(" (uncompressed if the disk keeps up)");
+  }
   return absl::StrFormat(
       "write_buffer_size=%d (%d memtables), %s fresh runs%s, %s merged runs, %d lane(s), "
       "expected runs %s, compaction %s, runs written %s, merges after loading fan-in <= %d, "
       "final merge <= %d runs (chunks of %d..%d KiB, page cache <= %d MiB)",
       o.write_buffer_size, plan.memtables, RunCompressionName(o.compression),
-      plan.raw_runs_if_disk_keeps_up
-          ? absl::StrCat(" (", RunCompressionName(plan.merged_compression),
-                         " if the disk falls behind)")
-          : std::string(),
+      disk_choice,
       RunCompressionName(plan.merged_compression), plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       compaction,

@@ -279,6 +279,7 @@ class TempStore::Impl {
     if (plan_.raw_runs_if_disk_keeps_up &&
         !RoomForRawRuns(options_.size_hint, 0, FreeScratchBytes())) {
       RETURN_IF_ERROR(SetRunCompression(plan_.merged_compression));
+      report_.plan = DescribePlan(plan_);
     }
     WarnIfShortOfSpace();
     if (plan_.memtable_chunks != nullptr) {

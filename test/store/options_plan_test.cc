@@ -284,6 +284,10 @@ TEST(OptionsPlan, AutoLeavesTheLargeDirectRunsToTheDisksSpeed) {
   EXPECT_EQ(plan.merged_compression, rocksdb::kLZ4Compression);
   EXPECT_NE(DescribePlan(plan).find(" uncompressed fresh runs (lz4 if the disk falls behind), "),
             std::string::npos);
+  SortPlan short_of_room = plan;  // As the store leaves it without room for raw runs.
+  short_of_room.options.compression = short_of_room.merged_compression;
+  EXPECT_NE(DescribePlan(short_of_room).find(" lz4 fresh runs (uncompressed if the disk keeps up), "),
+            std::string::npos);
   for (RunCompression asked :
        {RunCompression::kLz4, RunCompression::kZstd, RunCompression::kNone}) {
     in.run_compression = asked;
