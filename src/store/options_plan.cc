@@ -467,8 +467,7 @@ std::string DescribePlan(const SortPlan& plan) {
       "write_buffer_size=%d (%d memtables), %s fresh runs%s, %s merged runs, %d lane(s), "
       "expected runs %s, compaction %s, runs written %s, merges after loading fan-in <= %d, "
       "final merge <= %d runs (chunks of %d..%d KiB, page cache <= %d MiB)",
-      o.write_buffer_size, plan.memtables, RunCompressionName(o.compression),
-      disk_choice,
+      o.write_buffer_size, plan.memtables, RunCompressionName(o.compression), disk_choice,
       RunCompressionName(plan.merged_compression), plan.lanes,
       plan.expected_runs == 0 ? std::string("unknown") : absl::StrCat(plan.expected_runs),
       compaction,

@@ -277,7 +277,7 @@ class TempStore::Impl {
       report_.plan = DescribePlan(plan_);
     }
     if (plan_.raw_runs_if_disk_keeps_up &&
-        !RoomForRawRuns(options_.size_hint, 0, FreeScratchBytes())) {
+        !RoomForRawRuns(options_.size_hint, 0, FreeScratchBytes().value_or(0))) {
       RETURN_IF_ERROR(SetRunCompression(plan_.merged_compression));
       report_.plan = DescribePlan(plan_);
     }
@@ -602,9 +602,11 @@ class TempStore::Impl {
     return absl::OkStatus();
   }
 
-  uint64_t FreeScratchBytes() const {
+  // Free bytes of the filesystem under the directory; nullopt where
+  // statvfs fails.
+  std::optional<uint64_t> FreeScratchBytes() const {
     struct statvfs fs;
-    if (::statvfs(dir().c_str(), &fs) != 0) return 0;
+    if (::statvfs(dir().c_str(), &fs) != 0) return std::nullopt;
     return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
   }
 
@@ -624,7 +626,7 @@ class TempStore::Impl {
     in.load_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start_).count();
     in.size_hint = options_.size_hint;
-    in.free_bytes = FreeScratchBytes();
+    in.free_bytes = FreeScratchBytes().value_or(0);
     const rocksdb::CompressionType before = plan_.options.compression;
     const rocksdb::CompressionType after =
         RawRunsPay(in) ? rocksdb::kNoCompression : plan_.merged_compression;
@@ -639,8 +641,8 @@ class TempStore::Impl {
       }
     }
     report_.run_compression_choice =
-        absl::StrCat(choice, " after ", stats_->flushes(), " run(s) (",
-                     RunCompressionName(before), " until then): ", why);
+        absl::StrCat(choice, " after ", stats_->flushes(), " run(s) (", RunCompressionName(before),
+                     " until then): ", why);
     if (options_.verbose) Log(absl::StrCat("runs ", report_.run_compression_choice));
   }
 
@@ -653,9 +655,9 @@ class TempStore::Impl {
         options_.size_hint <= plan_.options.write_buffer_size) {
       return;
     }
-    struct statvfs fs;
-    if (::statvfs(dir().c_str(), &fs) != 0) return;
-    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    const std::optional<uint64_t> free = FreeScratchBytes();
+    if (!free.has_value()) return;
+    const uint64_t free_bytes = *free;
     const uint64_t expected_peak =
         ExpectedScratchPeak(options_.size_hint, options_.run_compression);
     if (free_bytes < expected_peak) {
