@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
-#include <string>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -121,53 +119,6 @@ class MeteredFile : public UnsyncedFile {
   std::atomic<int64_t>* const nanos_;
 };
 
-// An UnsyncedFile that drops its pages from the page cache behind its
-// writer: once a RangeSync has started the writeback of a range, what lies
-// more than kDropBehindLag bytes before that range is dropped
-// (POSIX_FADV_DONTNEED through a descriptor of its own: the page cache is
-// the inode's). Pages still dirty or under writeback stay; whoever reads
-// the file next finds the rest on the disk.
-class DropBehindFile : public UnsyncedFile {
- public:
-  static constexpr uint64_t kDropBehindLag = uint64_t{2} << 20;
-
-  DropBehindFile(std::unique_ptr<rocksdb::FSWritableFile> target, std::string fname)
-      : UnsyncedFile(std::move(target)), fname_(std::move(fname)) {}
-  ~DropBehindFile() override { CloseDropFd(); }
-
-  rocksdb::IOStatus RangeSync(uint64_t offset, uint64_t nbytes, const rocksdb::IOOptions& options,
-                              rocksdb::IODebugContext* dbg) override {
-    rocksdb::IOStatus s = UnsyncedFile::RangeSync(offset, nbytes, options, dbg);
-    if (s.ok() && offset > dropped_ + kDropBehindLag) {
-      if (drop_fd_ < 0) drop_fd_ = ::open(fname_.c_str(), O_RDONLY | O_CLOEXEC);
-      const uint64_t upto = offset - kDropBehindLag;
-      // Advice only: a file that cannot be opened keeps its pages until the
-      // merge drops them all.
-      if (drop_fd_ >= 0) {
-        (void)::posix_fadvise(drop_fd_, static_cast<off_t>(dropped_),
-                              static_cast<off_t>(upto - dropped_), POSIX_FADV_DONTNEED);
-      }
-      dropped_ = upto;
-    }
-    return s;
-  }
-  rocksdb::IOStatus Close(const rocksdb::IOOptions& options,
-                          rocksdb::IODebugContext* dbg) override {
-    CloseDropFd();
-    return UnsyncedFile::Close(options, dbg);
-  }
-
- private:
-  void CloseDropFd() {
-    if (drop_fd_ >= 0) ::close(drop_fd_);
-    drop_fd_ = -1;
-  }
-
-  const std::string fname_;
-  int drop_fd_ = -1;
-  uint64_t dropped_ = 0;  // [0, dropped_) was advised away.
-};
-
 // Wraps what `s` opened into *result.
 rocksdb::IOStatus Unsynced(rocksdb::IOStatus s, std::unique_ptr<rocksdb::FSWritableFile>* result,
                            bool deferred = false) {
@@ -202,7 +153,6 @@ rocksdb::IOStatus ScratchFileSystem::DeleteFile(const std::string& fname,
   {
     absl::MutexLock lock(&deferred_mu_);
     deferred_.erase(fname);
-    drop_behind_.erase(fname);
   }
   // RocksDB only deletes a table it no longer reads, and never reuses its
   // name; a missing file is reported now, as the unlink would.
@@ -285,26 +235,12 @@ bool ScratchFileSystem::IsDeferred(const std::string& fname) {
   return deferred_.count(fname) > 0;
 }
 
-void ScratchFileSystem::DropBehind(const std::string& fname) {
-  absl::MutexLock lock(&deferred_mu_);
-  drop_behind_.insert(fname);
-}
-
-bool ScratchFileSystem::DropsBehind(const std::string& fname) {
-  absl::MutexLock lock(&deferred_mu_);
-  return drop_behind_.count(fname) > 0;
-}
-
 rocksdb::IOStatus ScratchFileSystem::NewWritableFile(
     const std::string& fname, const rocksdb::FileOptions& options,
     std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
   rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
   if (s.ok() && *result != nullptr && options.use_direct_writes && absl::EndsWith(fname, ".sst")) {
     *result = std::make_unique<MeteredFile>(std::move(*result), &direct_bytes_, &direct_nanos_);
-    return s;
-  }
-  if (s.ok() && *result != nullptr && DropsBehind(fname)) {
-    *result = std::make_unique<DropBehindFile>(std::move(*result), fname);
     return s;
   }
   return Unsynced(std::move(s), result, IsDeferred(fname));
@@ -326,11 +262,9 @@ rocksdb::IOStatus ScratchFileSystem::NewRandomAccessFile(
 }
 
 void FreshRunListener::OnTableFileCreationStarted(const rocksdb::TableFileCreationBriefInfo& info) {
-  if (!enabled_.load(std::memory_order_relaxed)) return;
-  if (info.reason == rocksdb::TableFileCreationReason::kFlush) {
+  if (info.reason == rocksdb::TableFileCreationReason::kFlush &&
+      enabled_.load(std::memory_order_relaxed)) {
     fs_->DeferWriteback(info.file_path);
-  } else if (info.reason == rocksdb::TableFileCreationReason::kCompaction) {
-    fs_->DropBehind(info.file_path);
   }
 }
 

@@ -47,17 +47,6 @@
 // dirty-page expiry (30 s by default). Merged runs and the fresh runs of a
 // sort that does not merge while loading are written back as above.
 //
-// The runs those merges write are not read again while loading, and the
-// final merge reads them from the disk: DropBehind(name) before the file is
-// created (the same listener, for a merge's tables) drops its pages from the
-// page cache a little behind its writer, once their writeback has started.
-// Otherwise a merge's output, tens of MiB at -m 8M, sat in the page cache
-// until the merge ended, beside the fresh runs waiting for the next merge:
-// in a memory cgroup of the budget plus 384 MiB the kernel then evicted the
-// oldest of those, which the next merge read back from the disk in small
-// requests (measured on the emulated HDD: loads of 38-40 s against 28 s
-// for a run of the same build that stayed under the cgroup's limit).
-//
 // Thread-safety: as the wrapped file system; thread-safe.
 #ifndef ROCKSORT_STORE_SCRATCH_FS_INTERNAL_H_
 #define ROCKSORT_STORE_SCRATCH_FS_INTERNAL_H_
@@ -123,10 +112,6 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   // above).
   void DeferWriteback(const std::string& fname);
 
-  // The file `fname`, once created and until deleted, drops its pages from
-  // the page cache behind its writer (see above).
-  void DropBehind(const std::string& fname);
-
   // Table files written with O_DIRECT: the bytes written so far and the
   // wall time their writes took, each waiting for the disk (how fast the
   // disk takes runs: the store's choice of uncompressed runs).
@@ -146,12 +131,9 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   void DeleteLoop();
   // Whether `fname` was named by DeferWriteback (until it is deleted).
   bool IsDeferred(const std::string& fname);
-  // Whether `fname` was named by DropBehind (until it is deleted).
-  bool DropsBehind(const std::string& fname);
 
   absl::Mutex deferred_mu_;
   std::set<std::string> deferred_ ABSL_GUARDED_BY(deferred_mu_);
-  std::set<std::string> drop_behind_ ABSL_GUARDED_BY(deferred_mu_);
   // A file to unlink (length 0) or a range of it to release.
   struct Job {
     std::string path;
@@ -169,8 +151,7 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   std::thread deleter_;
 };
 
-// Tells `fs` to defer the writeback of every table a flush creates, and to
-// drop the pages of every table a merge creates behind its writer, when
+// Tells `fs` to defer the writeback of every table a flush creates, when
 // `enabled` is true at the time (the store enables it while every fresh run
 // is merged while loading). RocksDB announces a table to its listeners
 // before it creates the file.

@@ -391,59 +391,6 @@ TEST(ScratchFsTest, DropCachedPagesEmptiesTheCacheOfAFile) {
   EXPECT_FALSE(ScratchFileSystem::DropCachedPages(dir.File("missing.sst")));
 }
 
-// While the listener is enabled, a merge's table drops its pages behind
-// its writer once their writeback has started (RangeSync); a flush's
-// table, deferred, keeps them.
-TEST(ScratchFsTest, MergedRunsDropTheirPagesBehindTheirWriter) {
-  test_util::ScratchDir dir;
-  auto fs = std::make_shared<ScratchFileSystem>(rocksdb::FileSystem::Default());
-  FreshRunListener listener(fs);
-  listener.set_enabled(true);
-  const std::string fresh = dir.File("000031.sst");
-  const std::string merged = dir.File("000032.sst");
-  for (const auto& [name, reason] : {std::pair<std::string, rocksdb::TableFileCreationReason>{
-                                         fresh, rocksdb::TableFileCreationReason::kFlush},
-                                     {merged, rocksdb::TableFileCreationReason::kCompaction}}) {
-    rocksdb::TableFileCreationBriefInfo info;
-    info.file_path = name;
-    info.reason = reason;
-    listener.OnTableFileCreationStarted(info);
-  }
-  constexpr size_t kMiB = 1 << 20;
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  for (const std::string& name : {fresh, merged}) {
-    SCOPED_TRACE(name);
-    std::unique_ptr<rocksdb::FSWritableFile> out;
-    ASSERT_TRUE(fs->NewWritableFile(name, rocksdb::FileOptions(), &out, nullptr).ok());
-    ASSERT_TRUE(out->Append(std::string(8 * kMiB, 'm'), rocksdb::IOOptions(), nullptr).ok());
-    ASSERT_TRUE(out->Flush(rocksdb::IOOptions(), nullptr).ok());
-    // Clean pages, as writeback started a while before would leave them.
-    const int fd = ::open(name.c_str(), O_RDONLY);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::fdatasync(fd), 0);
-    ::close(fd);
-    const long before = ResidentPages(name);
-    if (before < static_cast<long>(8 * kMiB / page)) GTEST_SKIP() << "no page cache to observe";
-    struct statfs fs_info;
-    ASSERT_EQ(::statfs(name.c_str(), &fs_info), 0);
-    if (fs_info.f_type == TMPFS_MAGIC) GTEST_SKIP() << "tmpfs pages are the file itself";
-    ASSERT_TRUE(out->RangeSync(6 * kMiB, kMiB, rocksdb::IOOptions(), nullptr).ok());
-    const long after = ResidentPages(name);
-    if (name == fresh) {
-      EXPECT_EQ(after, before);
-    } else {
-      // [0, 6 MiB - the 2 MiB lag) dropped; the last 2 MiB, not yet
-      // written back, kept.
-      EXPECT_LE(after, static_cast<long>(4 * kMiB / page));
-      EXPECT_GE(after, static_cast<long>(2 * kMiB / page));
-    }
-    ASSERT_TRUE(out->Close(rocksdb::IOOptions(), nullptr).ok());
-    std::ifstream in(name);
-    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()),
-              std::string(8 * kMiB, 'm'));
-  }
-}
-
 TEST(ScratchFsTest, PendingDeletesFinishBeforeTheFileSystemGoes) {
   test_util::ScratchDir dir;
   const std::string table = dir.File("000007.sst");
