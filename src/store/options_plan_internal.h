@@ -226,7 +226,7 @@ struct RawRunsInput {
 // quarter to spare. A disk that writes records as fast as the load makes
 // them cannot make the load slower with uncompressed runs (about 1.7x the
 // bytes of LZ4's on real reads), which save the flushes' LZ4 and the final
-// merge's (docs/benchmarks.md, "Uncompressed runs").
+// merge's (docs/benchmarks.md, "Design choices").
 bool RawRunsPay(const RawRunsInput& in);
 
 // The name -v gives a run compression: "lz4", "snappy", "zstd" or
