@@ -148,7 +148,10 @@ Runs:
                      DIR/log.NAME.RUN.txt (pass -v to rocksort after -- for
                      its statistics) and its timeline as
                      DIR/timeline.NAME.RUN.tsv: per ~1 s, read requests/s,
-                     MiB/s read, cores busy and temporary MiB
+                     MiB/s read, cores busy, temporary MiB, MiB/s the
+                     whole disk wrote, the memory cgroup's page cache,
+                     dirty, writeback and anonymous MiB, and its limit
+                     hits/s
   -h, --help         print this help and exit
 EOF
 }
@@ -432,12 +435,13 @@ measured_run() {
   # The timeline shows which phase waits for the disk (requests at --iops,
   # cores idle) and which for the CPU; the peak of the temporary space is
   # taken from the same samples.
-  local start t0 t1 n0 b0 c0 rate peak_rps=0 tmp_now tmp_peak=0
-  printf 'seconds\treads_per_s\tread_MiB_per_s\tcores_busy\ttemp_MiB\n' >"$timeline"
+  local start t0 t1 n0 b0 c0 w0 h0 rate peak_rps=0 tmp_now tmp_peak=0
+  printf 'seconds\treads_per_s\tread_MiB_per_s\tcores_busy\ttemp_MiB\tdisk_write_MiB_per_s' >"$timeline"
+  printf '\tcache_MiB\tdirty_MiB\twriteback_MiB\tanon_MiB\tlimit_hits_per_s\n' >>"$timeline"
   start=$EPOCHREALTIME
   t0=$start
   hdd_sample
-  n0=$hdd_reqs b0=$hdd_bytes c0=$hdd_ticks
+  n0=$hdd_reqs b0=$hdd_bytes c0=$hdd_ticks w0=$hdd_written h0=$hdd_hits
   while kill -0 "$child" 2>/dev/null; do
     sleep 1
     t1=$EPOCHREALTIME
@@ -449,9 +453,12 @@ measured_run() {
     ((rate > peak_rps)) && peak_rps=$rate
     awk -v s="$start" -v a="$t0" -v b="$t1" -v n="$((hdd_reqs - n0))" -v m="$((hdd_bytes - b0))" \
       -v c="$((hdd_ticks > c0 ? hdd_ticks - c0 : 0))" -v hz="$HDD_CLK_TCK" -v t="$tmp_now" \
-      'BEGIN { d = b - a; if (d > 0) printf "%.1f\t%.0f\t%.1f\t%.2f\t%.1f\n", b - s, n / d,
-               m / d / 1048576, c / hz / d, t / 1048576 }' >>"$timeline"
-    t0=$t1 n0=$hdd_reqs b0=$hdd_bytes c0=$hdd_ticks
+      -v w="$((hdd_written - w0))" -v h="$((hdd_hits - h0))" -v mem="$hdd_mem" \
+      'BEGIN { d = b - a; split(mem, g, " ")
+               if (d > 0) printf "%.1f\t%.0f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\n",
+                 b - s, n / d, m / d / 1048576, c / hz / d, t / 1048576, w / d / 1048576,
+                 g[1] / 1048576, g[2] / 1048576, g[3] / 1048576, g[4] / 1048576, h / d }' >>"$timeline"
+    t0=$t1 n0=$hdd_reqs b0=$hdd_bytes c0=$hdd_ticks w0=$hdd_written h0=$hdd_hits
   done
   wait "$child" || status=$?
   child=""

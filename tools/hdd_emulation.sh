@@ -19,7 +19,7 @@
 #   hdd_begin_run          fresh cgroups, caches dropped, read_ahead_kb set
 #   ( hdd_join; exec CMD ) & the measured command, in the run's cgroups
 #   hdd_sample             current counters of the run (hdd_reqs, hdd_bytes,
-#                          hdd_ticks)
+#                          hdd_ticks, hdd_written, hdd_hits, hdd_mem)
 #   hdd_end_run            after the command ended: final counters and
 #                          memory figures; read_ahead_kb restored, cgroups
 #                          removed
@@ -192,12 +192,22 @@ hdd_cpu_ticks() {
 }
 
 # Sets hdd_reqs, hdd_bytes (reads from the disk so far) and hdd_ticks (CPU
-# ticks of the processes now running) for the current run.
+# ticks of the processes now running) for the current run; hdd_written
+# (bytes the whole disk has written since boot: a cgroup v1 blkio group is
+# not charged for the kernel's writeback), hdd_hits (times the run's memory
+# cgroup reached its limit) and hdd_mem ("CACHE DIRTY WRITEBACK ANON" bytes
+# the cgroup holds now, from its memory.stat).
 # shellcheck disable=SC2034  # read by the sourcing script
 hdd_sample() {
   hdd_reqs=$(hdd_blkio_reads "$hdd_cg_blkio/blkio.throttle.io_serviced")
   hdd_bytes=$(hdd_blkio_reads "$hdd_cg_blkio/blkio.throttle.io_service_bytes")
   hdd_ticks=$(hdd_cpu_ticks)
+  local stat
+  read -r -a stat <"/sys/block/$hdd_disk/stat"
+  hdd_written=$((stat[6] * 512))
+  hdd_hits=$(<"$hdd_cg_memory/memory.failcnt")
+  hdd_mem=$(awk '{ v[$1] = $2 } END { printf "%d %d %d %d", v["cache"], v["dirty"],
+    v["writeback"], v["rss"] }' "$hdd_cg_memory/memory.stat")
 }
 
 # Restores read_ahead_kb if a run changed it.

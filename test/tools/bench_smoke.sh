@@ -65,14 +65,14 @@ for name in "${commands[@]}"; do
 done
 grep -Eq '^  rocksort +[0-9.]+ [0-9.]+ \([^)]+\) +[0-9.]+$' "$work/out.txt" ||
   fail "no wall-time ratios for rocksort"
-# The kept timelines: the header, then rows of five numbers (a run this
+# The kept timelines: the header, then rows of eleven numbers (a run this
 # short may end before the first one-second sample).
 for name in "${commands[@]}"; do
   timeline="$work/timeline.$name.1.tsv"
   [[ -f $timeline && $(head -n 1 -- "$timeline") == \
-    $'seconds\treads_per_s\tread_MiB_per_s\tcores_busy\ttemp_MiB' ]] ||
+    $'seconds\treads_per_s\tread_MiB_per_s\tcores_busy\ttemp_MiB\tdisk_write_MiB_per_s\tcache_MiB\tdirty_MiB\twriteback_MiB\tanon_MiB\tlimit_hits_per_s' ]] ||
     fail "no timeline header in $timeline"
-  awk -F '\t' 'NR > 1 { for (i = 1; i <= 5; i++) if (NF != 5 || $i !~ /^[0-9.]+$/) bad = 1 }
+  awk -F '\t' 'NR > 1 { for (i = 1; i <= 11; i++) if (NF != 11 || $i !~ /^[0-9.]+$/) bad = 1 }
     END { exit bad }' "$timeline" || fail "malformed timeline row in $timeline"
   [[ -f $work/out.$name.bam ]] || fail "--keep did not keep out.$name.bam"
   [[ -f $work/log.$name.1.txt ]] || fail "--keep did not keep log.$name.1.txt"
