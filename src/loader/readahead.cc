@@ -7,6 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/page_cache.h"
 #include "common/thread_usage.h"
 
 namespace rocksort::loader {
@@ -40,8 +41,11 @@ void SequentialReadahead::Run() {
     const off_t offset = ::lseek(fd_, 0, SEEK_CUR);
     if (offset < 0) return;  // Not seekable after all: nothing to do.
     // Clean pages only (the input is read, never written): nothing is lost.
-    if (static_cast<uint64_t>(offset) >= dropped + window_ + chunk_) {
-      const uint64_t end = static_cast<uint64_t>(offset) - window_;
+    // Whole folios (common/page_cache.h), or the one across each end stays.
+    const uint64_t behind =
+        static_cast<uint64_t>(offset) > window_ ? static_cast<uint64_t>(offset) - window_ : 0;
+    if (FolioFloor(behind) >= dropped + chunk_) {
+      const uint64_t end = FolioFloor(behind);
       ::posix_fadvise(fd_, static_cast<off_t>(dropped), static_cast<off_t>(end - dropped),
                       POSIX_FADV_DONTNEED);
       dropped = end;

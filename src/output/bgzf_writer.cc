@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "common/coding.h"
 #include "common/errors.h"
+#include "common/page_cache.h"
 #include "common/status_macros.h"
 #include "common/thread_usage.h"
 #include "libdeflate.h"
@@ -122,7 +123,6 @@ class WriteBehind {
  public:
   static constexpr uint64_t kWritebackStep = uint64_t{8} << 20;
   static constexpr uint64_t kDropLag = uint64_t{16} << 20;
-  static constexpr uint64_t kFolioAlign = uint64_t{2} << 20;
 
   explicit WriteBehind(int fd) : fd_(fd) {
     struct stat st;
@@ -144,9 +144,9 @@ class WriteBehind {
     }
     started_ = end;
     if (started_ >= dropped_ + kDropLag + kWritebackStep) {
-      // Whole 2 MiB units: the page cache holds files in folios of up to
-      // that size, and a folio the range only partly covers stays.
-      const uint64_t upto = (started_ - kDropLag) & ~(kFolioAlign - 1);
+      // Whole folios (common/page_cache.h): one the range only partly
+      // covers stays.
+      const uint64_t upto = FolioFloor(started_ - kDropLag);
       // Writeback of this range started at least kDropLag bytes ago; wait
       // for it (it is usually done) so that its pages are clean.
       if (::sync_file_range(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(upto - dropped_),

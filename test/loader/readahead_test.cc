@@ -69,7 +69,7 @@ class ReadaheadTest : public testing::Test {
     return false;
   }
 
-  static constexpr uint64_t kSize = 24 * kMiB;
+  static constexpr uint64_t kSize = 48 * kMiB;
   std::filesystem::path path_;
   int fd_ = -1;
 };
@@ -115,6 +115,36 @@ TEST_F(ReadaheadTest, DropsWhatTheReaderLeftAWindowBehind) {
   }
   EXPECT_LE(ResidentBytes(0, 8 * kMiB), kMiB);
   EXPECT_EQ(ResidentBytes(8 * kMiB, 4 * kMiB), 4 * kMiB);
+}
+
+TEST_F(ReadaheadTest, LeavesNothingCachedBehindAReaderAtAnyOffset) {
+  // A decoder's file offset moves in steps that end anywhere. The kernel
+  // caches what the readahead reads in folios of up to 2 MiB, and a drop
+  // ending inside one keeps it: dropping behind at the reader's offsets as
+  // they come left most of the file cached (common/page_cache.h).
+  // The file is cached as a reader's large sequential reads leave it (the
+  // kernel's readahead for them builds large folios where it can).
+  std::vector<char> buffer(2 * kMiB);
+  for (uint64_t at = 0; at < kSize; at += buffer.size()) {
+    ASSERT_EQ(::pread(fd_, buffer.data(), buffer.size(), static_cast<off_t>(at)),
+              static_cast<ssize_t>(buffer.size()));
+  }
+  constexpr uint64_t kWindow = 4 * kMiB;
+  SequentialReadahead readahead(fd_, kSize, kWindow, /*chunk=*/2 * kMiB);
+  uint64_t offset = 0;
+  for (uint64_t next = 0; next + kWindow < kSize; next += 1'363'149) {
+    offset = next;
+    ASSERT_EQ(::lseek(fd_, static_cast<off_t>(offset), SEEK_SET), static_cast<off_t>(offset));
+    // Time for the readahead (which polls every 5 ms) to see each offset.
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  // Nothing is left more than a window and a folio behind the reader.
+  const uint64_t behind = offset - kWindow - 2 * kMiB;
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (ResidentBytes(0, behind) > 256 * 1024 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_LE(ResidentBytes(0, behind), 256 * 1024) << "of " << behind << " bytes behind";
 }
 
 }  // namespace

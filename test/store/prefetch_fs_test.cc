@@ -225,10 +225,85 @@ TEST_F(PrefetchFsTest, DropsWhatTheReaderHasPassed) {
     }
     Read(offset, 64 * kKiB);
   }
-  // Everything before the last read's page, in steps of 256 KiB, left the
-  // cache; what is ahead of the reader is there.
+  // Everything before the last read's folio (2 MiB) left the cache; what
+  // is ahead of the reader is there.
   EXPECT_LE(Resident(0, 2 * kMiB), 256 * kKiB);
   EXPECT_TRUE(WaitResident(3 * kMiB, kMiB));
+}
+
+// The file system under a PrefetchFileSystem, recording the ranges its
+// files are asked to drop from the page cache.
+class DropRecordingFs : public rocksdb::FileSystemWrapper {
+ public:
+  DropRecordingFs() : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  static const char* kClassName() { return "DropRecordingFs"; }
+  const char* Name() const override { return kClassName(); }
+
+  rocksdb::IOStatus NewRandomAccessFile(const std::string& fname,
+                                        const rocksdb::FileOptions& options,
+                                        std::unique_ptr<rocksdb::FSRandomAccessFile>* result,
+                                        rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewRandomAccessFile(fname, options, result, dbg);
+    if (s.ok()) *result = std::make_unique<File>(std::move(*result), this);
+    return s;
+  }
+
+  std::vector<std::pair<uint64_t, uint64_t>> drops() {
+    absl::MutexLock lock(&mu_);
+    return drops_;
+  }
+
+ private:
+  class File : public rocksdb::FSRandomAccessFileOwnerWrapper {
+   public:
+    File(std::unique_ptr<rocksdb::FSRandomAccessFile> target, DropRecordingFs* fs)
+        : rocksdb::FSRandomAccessFileOwnerWrapper(std::move(target)), fs_(fs) {}
+    rocksdb::IOStatus InvalidateCache(size_t offset, size_t length) override {
+      {
+        absl::MutexLock lock(&fs_->mu_);
+        fs_->drops_.emplace_back(offset, length);
+      }
+      return FSRandomAccessFileOwnerWrapper::InvalidateCache(offset, length);
+    }
+
+   private:
+    DropRecordingFs* const fs_;
+  };
+
+  absl::Mutex mu_;
+  std::vector<std::pair<uint64_t, uint64_t>> drops_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(PrefetchFsTest, DropsWhatTheReaderHasPassedInWholeFolios) {
+  // The page cache holds a file in folios of up to 2 MiB and keeps any that
+  // a drop covers only in part (common/page_cache.h): every range dropped
+  // starts and ends on a 2 MiB boundary, and together they cover what the
+  // reader passed, however its reads fall.
+  auto recording = std::make_shared<DropRecordingFs>();
+  PrefetchFileSystem fs(recording, /*readers=*/2);
+  fs.SetReadahead(1 * kMiB, 256 * kKiB, kWhole);
+  std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+  ASSERT_TRUE(fs.NewRandomAccessFile(path_, rocksdb::FileOptions(), &file, nullptr).ok());
+  file->Hint(rocksdb::FSRandomAccessFile::kRandom);
+  // Blocks of a size that puts no read on a page boundary, up to one past
+  // 6 MiB.
+  constexpr uint64_t kBlock = 100'003;
+  std::vector<char> scratch(kBlock);
+  for (uint64_t offset = 0; offset < 6 * kMiB + kBlock; offset += kBlock) {
+    rocksdb::Slice result;
+    ASSERT_TRUE(
+        file->Read(offset, kBlock, rocksdb::IOOptions(), &result, scratch.data(), nullptr).ok());
+  }
+  const std::vector<std::pair<uint64_t, uint64_t>> drops = recording->drops();
+  ASSERT_FALSE(drops.empty());
+  uint64_t covered = 0;
+  for (const auto& [offset, length] : drops) {
+    EXPECT_EQ(offset % (2 * kMiB), 0u) << offset;
+    EXPECT_EQ((offset + length) % (2 * kMiB), 0u) << offset << " + " << length;
+    EXPECT_EQ(offset, covered);
+    covered = offset + length;
+  }
+  EXPECT_EQ(covered, 6 * kMiB);
 }
 
 // Releasing behind: a reader that reads on from where it stopped releases
