@@ -16,11 +16,11 @@ namespace rocksort::store {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-// What a reader has passed is dropped in whole folios (common/page_cache.h:
-// a range with other ends leaves the folio across each end cached for good),
-// at least one at a time, so that a run of small reads does not make one
-// DONTNEED call per block.
-constexpr uint64_t kDropStep = kMaxFolioBytes;
+// What a reader has passed is dropped in steps of at least this much, so
+// that a run of small reads does not make one DONTNEED call per block. Not
+// in whole folios: a final merge of hundreds of runs would keep up to a
+// folio behind each reader (265 runs at -m 32M, more than the cgroup held).
+constexpr uint64_t kDropStep = 256 * 1024;
 // What a reader has passed is released in steps of at least this much: few
 // calls, each discarding a sizeable extent.
 constexpr uint64_t kReleaseStep = 4 * 1024 * 1024;
@@ -65,8 +65,7 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
     const bool continues = offset == read_end_;
     read_end_ = offset + n;
     if (!continues || offset < lag) return;
-    // Whole folios too: a hole punched across one leaves it cached.
-    const uint64_t end = FolioFloor(offset - lag);
+    const uint64_t end = (offset - lag) & ~(kPage - 1);
     if (end >= released_ + kReleaseStep) {
       fs_->Release(*path_, released_, end - released_);
       released_ = end;
@@ -82,7 +81,7 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
     if (!window_open_ || offset < window_start_ || offset > queued_ + settings.chunk) {
       window_open_ = true;
       window_start_ = offset & ~(kPage - 1);
-      dropped_ = FolioFloor(window_start_);
+      dropped_ = window_start_;
       // The reader needs this now: read it in one request here rather than
       // wait for the queue (at the start of a merge every run starts a
       // window at once) or read it a block at a time. In the final merge
@@ -99,9 +98,13 @@ class PrefetchingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
       queued_ += length;
     }
     // Behind: the pages before this read are never read again.
-    const uint64_t passed = FolioFloor(offset);
+    const uint64_t passed = offset & ~(kPage - 1);
     if (passed >= dropped_ + kDropStep) {
-      target()->InvalidateCache(dropped_, passed - dropped_).PermitUncheckedError();
+      // From the folio boundary below the last drop's end: a large folio
+      // across that end, which the last drop kept (common/page_cache.h), is
+      // behind the reader once it has passed the folio's end.
+      const uint64_t from = FolioFloor(dropped_);
+      target()->InvalidateCache(from, passed - from).PermitUncheckedError();
       dropped_ = passed;
     }
   }
