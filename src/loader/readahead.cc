@@ -42,10 +42,9 @@ void SequentialReadahead::Run() {
     if (offset < 0) return;  // Not seekable after all: nothing to do.
     // Clean pages only (the input is read, never written): nothing is lost.
     // Whole folios (common/page_cache.h), or the one across each end stays.
-    const uint64_t behind =
-        static_cast<uint64_t>(offset) > window_ ? static_cast<uint64_t>(offset) - window_ : 0;
-    if (FolioFloor(behind) >= dropped + chunk_) {
-      const uint64_t end = FolioFloor(behind);
+    const uint64_t end = FolioFloor(
+        static_cast<uint64_t>(offset) > window_ ? static_cast<uint64_t>(offset) - window_ : 0);
+    if (end >= dropped + chunk_) {
       ::posix_fadvise(fd_, static_cast<off_t>(dropped), static_cast<off_t>(end - dropped),
                       POSIX_FADV_DONTNEED);
       dropped = end;

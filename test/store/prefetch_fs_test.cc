@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -133,11 +134,11 @@ TEST_F(PrefetchFsTest, StaggeredWindowsStartWithReadsOfDifferentLengths) {
   // read: what is resident is exactly each window's first read.
   std::vector<char> scratch(4 * kKiB);
   rocksdb::Slice result;
-  ASSERT_TRUE(file->Read(0, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(), nullptr)
-                  .ok());
-  ASSERT_TRUE(file->Read(4 * kMiB, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(),
-                         nullptr)
-                  .ok());
+  ASSERT_TRUE(
+      file->Read(0, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(), nullptr).ok());
+  ASSERT_TRUE(
+      file->Read(4 * kMiB, scratch.size(), rocksdb::IOOptions(), &result, scratch.data(), nullptr)
+          .ok());
   const uint64_t first = Resident(0, kChunk);
   const uint64_t second = Resident(4 * kMiB, kChunk);
   for (uint64_t length : {first, second}) {
@@ -195,8 +196,8 @@ TEST(PrefetchFsStaggerTest, ALeadOfAChunkOrMoreStaggersTheSecondHalfOfTheChunk) 
     }
   }
   // Nothing to stagger in a chunk of a page.
-  EXPECT_EQ(fs.NextFirstRead({/*chunk=*/4 * kKiB, /*lead=*/4 * kKiB,
-                              PrefetchFileSystem::FirstRead::kStaggered}),
+  EXPECT_EQ(fs.NextFirstRead(
+                {/*chunk=*/4 * kKiB, /*lead=*/4 * kKiB, PrefetchFileSystem::FirstRead::kStaggered}),
             4 * kKiB);
 }
 
@@ -232,12 +233,15 @@ TEST_F(PrefetchFsTest, DropsWhatTheReaderHasPassed) {
   EXPECT_TRUE(WaitResident(3 * kMiB, kMiB));
 }
 
-// The file system under a PrefetchFileSystem, recording the ranges its
-// files are asked to drop from the page cache.
-class DropRecordingFs : public rocksdb::FileSystemWrapper {
+// The default file system, with every random-access file it opens wrapped
+// by `wrap`: the file system under a PrefetchFileSystem in a test.
+class FileWrappingFs : public rocksdb::FileSystemWrapper {
  public:
-  DropRecordingFs() : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()) {}
-  static const char* kClassName() { return "DropRecordingFs"; }
+  using Wrap = std::function<std::unique_ptr<rocksdb::FSRandomAccessFile>(
+      std::unique_ptr<rocksdb::FSRandomAccessFile>)>;
+  explicit FileWrappingFs(Wrap wrap)
+      : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()), wrap_(std::move(wrap)) {}
+  static const char* kClassName() { return "FileWrappingFs"; }
   const char* Name() const override { return kClassName(); }
 
   rocksdb::IOStatus NewRandomAccessFile(const std::string& fname,
@@ -245,34 +249,35 @@ class DropRecordingFs : public rocksdb::FileSystemWrapper {
                                         std::unique_ptr<rocksdb::FSRandomAccessFile>* result,
                                         rocksdb::IODebugContext* dbg) override {
     rocksdb::IOStatus s = target()->NewRandomAccessFile(fname, options, result, dbg);
-    if (s.ok()) *result = std::make_unique<File>(std::move(*result), this);
+    if (s.ok()) *result = wrap_(std::move(*result));
     return s;
   }
 
-  std::vector<std::pair<uint64_t, uint64_t>> drops() {
-    absl::MutexLock lock(&mu_);
-    return drops_;
+ private:
+  const Wrap wrap_;
+};
+
+// The ranges files were asked to drop from the page cache, in order.
+struct Drops {
+  absl::Mutex mu;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges ABSL_GUARDED_BY(mu);
+};
+
+// A file that records its drops in `drops`.
+class DropRecordingFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
+ public:
+  DropRecordingFile(std::unique_ptr<rocksdb::FSRandomAccessFile> target, Drops* drops)
+      : rocksdb::FSRandomAccessFileOwnerWrapper(std::move(target)), drops_(drops) {}
+  rocksdb::IOStatus InvalidateCache(size_t offset, size_t length) override {
+    {
+      absl::MutexLock lock(&drops_->mu);
+      drops_->ranges.emplace_back(offset, length);
+    }
+    return FSRandomAccessFileOwnerWrapper::InvalidateCache(offset, length);
   }
 
  private:
-  class File : public rocksdb::FSRandomAccessFileOwnerWrapper {
-   public:
-    File(std::unique_ptr<rocksdb::FSRandomAccessFile> target, DropRecordingFs* fs)
-        : rocksdb::FSRandomAccessFileOwnerWrapper(std::move(target)), fs_(fs) {}
-    rocksdb::IOStatus InvalidateCache(size_t offset, size_t length) override {
-      {
-        absl::MutexLock lock(&fs_->mu_);
-        fs_->drops_.emplace_back(offset, length);
-      }
-      return FSRandomAccessFileOwnerWrapper::InvalidateCache(offset, length);
-    }
-
-   private:
-    DropRecordingFs* const fs_;
-  };
-
-  absl::Mutex mu_;
-  std::vector<std::pair<uint64_t, uint64_t>> drops_ ABSL_GUARDED_BY(mu_);
+  Drops* const drops_;
 };
 
 TEST_F(PrefetchFsTest, DropsEveryFolioTheReaderHasPassedWhole) {
@@ -281,8 +286,11 @@ TEST_F(PrefetchFsTest, DropsEveryFolioTheReaderHasPassedWhole) {
   // reader closely (a final merge has hundreds of readers), so one may end
   // inside a folio; a later one must then cover that folio whole: every 2
   // MiB unit the reader has passed lies inside one drop.
-  auto recording = std::make_shared<DropRecordingFs>();
-  PrefetchFileSystem fs(recording, /*readers=*/2);
+  Drops recorded;
+  PrefetchFileSystem fs(std::make_shared<FileWrappingFs>([&](auto file) {
+                          return std::make_unique<DropRecordingFile>(std::move(file), &recorded);
+                        }),
+                        /*readers=*/2);
   fs.SetReadahead(1 * kMiB, 256 * kKiB, kWhole);
   std::unique_ptr<rocksdb::FSRandomAccessFile> file;
   ASSERT_TRUE(fs.NewRandomAccessFile(path_, rocksdb::FileOptions(), &file, nullptr).ok());
@@ -296,7 +304,11 @@ TEST_F(PrefetchFsTest, DropsEveryFolioTheReaderHasPassedWhole) {
     ASSERT_TRUE(
         file->Read(offset, kBlock, rocksdb::IOOptions(), &result, scratch.data(), nullptr).ok());
   }
-  const std::vector<std::pair<uint64_t, uint64_t>> drops = recording->drops();
+  std::vector<std::pair<uint64_t, uint64_t>> drops;
+  {
+    absl::MutexLock lock(&recorded.mu);
+    drops = recorded.ranges;
+  }
   ASSERT_FALSE(drops.empty());
   uint64_t end = 0;
   for (const auto& [from, length] : drops) {
@@ -372,32 +384,16 @@ TEST_F(PrefetchFsTest, OnlyTableFilesAreReadAhead) {
   EXPECT_EQ(fs_->prefetched_bytes(), 0u);
 }
 
-// A file system whose files take 2 ms for every read, as a disk would.
-class SlowFileSystem : public rocksdb::FileSystemWrapper {
+// A file whose every read takes 2 ms, as a disk's would.
+class SlowFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
  public:
-  SlowFileSystem() : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()) {}
-  static const char* kClassName() { return "SlowFileSystem"; }
-  const char* Name() const override { return kClassName(); }
-  rocksdb::IOStatus NewRandomAccessFile(const std::string& fname,
-                                        const rocksdb::FileOptions& options,
-                                        std::unique_ptr<rocksdb::FSRandomAccessFile>* result,
-                                        rocksdb::IODebugContext* dbg) override {
-    rocksdb::IOStatus s = target()->NewRandomAccessFile(fname, options, result, dbg);
-    if (s.ok()) *result = std::make_unique<SlowFile>(std::move(*result));
-    return s;
+  using rocksdb::FSRandomAccessFileOwnerWrapper::FSRandomAccessFileOwnerWrapper;
+  rocksdb::IOStatus Read(uint64_t offset, size_t n, const rocksdb::IOOptions& options,
+                         rocksdb::Slice* result, char* scratch,
+                         rocksdb::IODebugContext* dbg) const override {
+    absl::SleepFor(absl::Milliseconds(2));
+    return FSRandomAccessFileOwnerWrapper::Read(offset, n, options, result, scratch, dbg);
   }
-
- private:
-  class SlowFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
-   public:
-    using rocksdb::FSRandomAccessFileOwnerWrapper::FSRandomAccessFileOwnerWrapper;
-    rocksdb::IOStatus Read(uint64_t offset, size_t n, const rocksdb::IOOptions& options,
-                           rocksdb::Slice* result, char* scratch,
-                           rocksdb::IODebugContext* dbg) const override {
-      absl::SleepFor(absl::Milliseconds(2));
-      return FSRandomAccessFileOwnerWrapper::Read(offset, n, options, result, scratch, dbg);
-    }
-  };
 };
 
 TEST(PrefetchFsStallTest, ReadsThatWaitAreCountedWithTheirTime) {
@@ -410,7 +406,9 @@ TEST(PrefetchFsStallTest, ReadsThatWaitAreCountedWithTheirTime) {
     ASSERT_EQ(::write(fd, block.data(), block.size()), static_cast<ssize_t>(block.size()));
     ::close(fd);
   }
-  PrefetchFileSystem fs(std::make_shared<SlowFileSystem>(), /*readers=*/1);
+  PrefetchFileSystem fs(std::make_shared<FileWrappingFs>(
+                            [](auto file) { return std::make_unique<SlowFile>(std::move(file)); }),
+                        /*readers=*/1);
   std::unique_ptr<rocksdb::FSRandomAccessFile> file;
   ASSERT_TRUE(fs.NewRandomAccessFile(path, rocksdb::FileOptions(), &file, nullptr).ok());
   EXPECT_EQ(fs.read_stalls().reads, 0u);
