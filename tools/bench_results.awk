@@ -4,7 +4,9 @@
 #   write_mib tmp_bytes out_bytes after_eof_s
 # Variables: runs (runs per command), order (command names, space-separated,
 # in run order), peer (the baseline's name), unthrottled (1 or 0), feed
-# ("file", or "sam": after_eof_s is measured and compared too).
+# ("file", or "sam": after_eof_s is measured and compared too). With more
+# than one run, each command's wall time is also divided by the peer's run
+# by run.
 
 # The median of column col over the runs of tool.
 function median(tool, col,    n, i, j, t, v) {
@@ -39,7 +41,7 @@ function vs(tool, w, base,    r) {
   return r
 }
 
-{ name[NR] = $1; for (c = 2; c <= 13; c++) val[NR, c] = $c }
+{ name[NR] = $1; for (c = 2; c <= 13; c++) val[NR, c] = $c; wall[$1, $2] = $3 }
 
 END {
   printf "  %-18s %4s %8s %7s %7s %7s %8s %9s %6s %6s %9s %12s %12s", "command", "run", "wall_s",
@@ -104,4 +106,25 @@ END {
     printf "\n"
   }
   if (!has_peer) print "  (samtools, the baseline, did not run: add it to --only for the ratios)"
+  if (has_peer && runs > 1) {
+    # The rounds are interleaved (every command's run r, then run r + 1), so
+    # the two runs of a pair are minutes apart: the spread of these ratios is
+    # what the machine's drift between rounds leaves of the comparison.
+    print ""
+    printf "  run by run: wall time divided by samtools' in the same round (rounds 1..%d):\n", runs
+    for (i = 1; i <= k; i++) {
+      if (tool[i] == peer) continue
+      printf "  %-18s", tool[i]
+      lo = hi = ""
+      for (r = 1; r <= runs; r++) {
+        q = ratio(wall[tool[i], r], wall[peer, r])
+        printf " %5s", q
+        if (q == "n/a") continue
+        if (lo == "" || q + 0 < lo + 0) lo = q
+        if (hi == "" || q + 0 > hi + 0) hi = q
+      }
+      if (lo != "") printf "   range %s..%s", lo, hi
+      printf "\n"
+    }
+  }
 }
