@@ -68,8 +68,8 @@ input and exact commands, then per run: wall and CPU time, peak RSS, cgroup
 memory, disk reads, bytes written, peak temporary space and output size;
 then each command's median wall time relative to samtools and to the
 unsorted copy, and with --runs K > 1 each run's wall time relative to
-samtools' run of the same round. Needs root and cgroup v1 blkio and memory hierarchies
-(docs/hdd_emulation.md).
+samtools' run of the same round. Needs root and cgroup v1 blkio and
+memory hierarchies (docs/hdd_emulation.md).
 
 Input:
   --input WHAT       one of [$input_spec]:
