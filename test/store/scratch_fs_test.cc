@@ -14,11 +14,14 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
@@ -400,6 +403,197 @@ TEST(ScratchFsTest, PendingDeletesFinishBeforeTheFileSystemGoes) {
     EXPECT_TRUE(fs.DeleteFile(table, rocksdb::IOOptions(), nullptr).ok());
   }
   EXPECT_FALSE(std::filesystem::exists(table));
+}
+
+// A table file's writes below the scratch file system: which thread made
+// each, and, once `fail_after` bytes are written, an I/O error naming the
+// file; `gate`, when set, holds every write until it is opened.
+struct BelowWrites {
+  absl::Mutex mu;
+  std::set<std::thread::id> threads ABSL_GUARDED_BY(mu);
+  uint64_t bytes ABSL_GUARDED_BY(mu) = 0;
+  uint64_t fail_after = UINT64_MAX;
+  bool gated ABSL_GUARDED_BY(mu) = false;
+};
+
+class RecordingFile : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  RecordingFile(std::unique_ptr<rocksdb::FSWritableFile> target, std::string name,
+                BelowWrites* below)
+      : rocksdb::FSWritableFileOwnerWrapper(std::move(target)),
+        name_(std::move(name)),
+        below_(below) {}
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                           rocksdb::IODebugContext* d) override {
+    {
+      absl::MutexLock lock(&below_->mu);
+      below_->mu.Await(absl::Condition(
+          +[](BelowWrites* b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu) { return !b->gated; },
+          below_));
+      below_->threads.insert(std::this_thread::get_id());
+      if (below_->bytes + data.size() > below_->fail_after) {
+        return rocksdb::IOStatus::NoSpace("While appending to file: " + name_,
+                                          "No space left on device");
+      }
+      below_->bytes += data.size();
+    }
+    return FSWritableFileOwnerWrapper::Append(data, o, d);
+  }
+
+ private:
+  const std::string name_;
+  BelowWrites* const below_;
+};
+
+class RecordingFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  explicit RecordingFileSystem(BelowWrites* below)
+      : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()), below_(below) {}
+  const char* Name() const override { return "RecordingFileSystem"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& fname, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
+    if (s.ok() && absl::EndsWith(fname, ".sst")) {
+      *result = std::make_unique<RecordingFile>(std::move(*result), fname, below_);
+    }
+    return s;
+  }
+
+ private:
+  BelowWrites* const below_;
+};
+
+// `n` bytes that differ from one offset to the next, from `seed`.
+std::string Pattern(size_t n, int seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + seed * 7 + i / 4093) & 0xff);
+  return s;
+}
+
+std::string Contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A table written through the page cache is written by rs-runwrite, not
+// by the thread that appends, and whole and in order by Close.
+TEST(ScratchFsTest, TablesAreWrittenBehindInOrder) {
+  test_util::ScratchDir dir;
+  BelowWrites below;
+  ScratchFileSystem fs(std::make_shared<RecordingFileSystem>(&below));
+  std::unique_ptr<rocksdb::FSWritableFile> file;
+  const std::string table = dir.File("000011.sst");
+  ASSERT_TRUE(fs.NewWritableFile(table, rocksdb::FileOptions(), &file, nullptr).ok());
+  std::string expected;
+  for (int i = 0; i < 40; ++i) {
+    const std::string chunk = Pattern(100000 + 4099 * i, i);  // 14 MB in all.
+    ASSERT_TRUE(file->Append(chunk, rocksdb::IOOptions(), nullptr).ok());
+    expected += chunk;
+    if (i % 7 == 0) {
+      ASSERT_TRUE(file->Flush(rocksdb::IOOptions(), nullptr).ok());
+    }
+  }
+  EXPECT_EQ(file->GetFileSize(rocksdb::IOOptions(), nullptr), expected.size());
+  ASSERT_TRUE(file->Close(rocksdb::IOOptions(), nullptr).ok());
+  EXPECT_EQ(Contents(table), expected);
+  absl::MutexLock lock(&below.mu);
+  EXPECT_EQ(below.threads.size(), 1u);
+  EXPECT_EQ(below.threads.count(std::this_thread::get_id()), 0u);
+}
+
+// No more than kWriteBehindBytes wait for the disk: with the writes held
+// below, the appender stops there, and goes on once they are let through.
+TEST(ScratchFsTest, WritesBehindAreBoundedInBytes) {
+  test_util::ScratchDir dir;
+  BelowWrites below;
+  ScratchFileSystem fs(std::make_shared<RecordingFileSystem>(&below));
+  std::unique_ptr<rocksdb::FSWritableFile> file;
+  const std::string table = dir.File("000012.sst");
+  ASSERT_TRUE(fs.NewWritableFile(table, rocksdb::FileOptions(), &file, nullptr).ok());
+  {
+    absl::MutexLock lock(&below.mu);
+    below.gated = true;
+  }
+  constexpr uint64_t kChunk = 1 << 20;
+  constexpr int kChunks = ScratchFileSystem::kWriteBehindBytes / kChunk + 3;
+  std::atomic<int> appended{0};
+  std::string expected;
+  for (int i = 0; i < kChunks; ++i) expected += Pattern(kChunk, i);
+  std::thread appender([&] {
+    for (int i = 0; i < kChunks; ++i) {
+      EXPECT_TRUE(
+          file->Append(rocksdb::Slice(expected.data() + i * kChunk, kChunk), rocksdb::IOOptions(),
+                       nullptr)
+              .ok());
+      ++appended;
+    }
+  });
+  const int room = static_cast<int>(ScratchFileSystem::kWriteBehindBytes / kChunk);
+  for (int waited = 0; appended.load() < room && waited < 10000; waited += 10) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(appended.load(), room);
+  {
+    absl::MutexLock lock(&below.mu);
+    below.gated = false;
+  }
+  appender.join();
+  EXPECT_EQ(appended.load(), kChunks);
+  ASSERT_TRUE(file->Close(rocksdb::IOOptions(), nullptr).ok());
+  EXPECT_EQ(Contents(table), expected);
+}
+
+// A write that fails behind the appender fails the calls after it and
+// Close with the file system's own error, which names the file; nothing
+// after it is written.
+TEST(ScratchFsTest, AFailedWriteBehindIsReportedByTheCallsAfterIt) {
+  test_util::ScratchDir dir;
+  BelowWrites below;
+  below.fail_after = 3 << 20;
+  ScratchFileSystem fs(std::make_shared<RecordingFileSystem>(&below));
+  std::unique_ptr<rocksdb::FSWritableFile> file;
+  const std::string table = dir.File("000013.sst");
+  ASSERT_TRUE(fs.NewWritableFile(table, rocksdb::FileOptions(), &file, nullptr).ok());
+  rocksdb::IOStatus first_error;
+  for (int i = 0; i < 20 && first_error.ok(); ++i) {
+    first_error = file->Append(Pattern(1 << 20, i), rocksdb::IOOptions(), nullptr);
+  }
+  rocksdb::IOStatus closed = file->Close(rocksdb::IOOptions(), nullptr);
+  ASSERT_TRUE(closed.IsNoSpace()) << closed.ToString();
+  EXPECT_TRUE(absl::StrContains(closed.ToString(), table)) << closed.ToString();
+  if (!first_error.ok()) {
+    EXPECT_EQ(first_error.ToString(), closed.ToString());
+  }
+  EXPECT_EQ(Contents(table).size(), 3u << 20);
+}
+
+// Through RocksDB: a flush whose table cannot be written fails with that
+// error, and the database reports it on the next write.
+TEST(ScratchFsTest, AFlushFailsWhenItsTableCannotBeWrittenBehind) {
+  test_util::ScratchDir dir;
+  BelowWrites below;
+  below.fail_after = 1 << 20;
+  auto fs = std::make_shared<ScratchFileSystem>(std::make_shared<RecordingFileSystem>(&below));
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  rocksdb::Options options;
+  options.env = env.get();
+  options.create_if_missing = true;
+  options.compression = rocksdb::kNoCompression;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, dir.File("db"), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  rocksdb::WriteOptions write_options;
+  write_options.disableWAL = true;
+  const std::string value(1000, 'v');
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_TRUE(db->Put(write_options, std::to_string(i), value).ok());
+  }
+  const rocksdb::Status flushed = db->Flush(rocksdb::FlushOptions());
+  EXPECT_TRUE(flushed.IsIOError()) << flushed.ToString();
+  EXPECT_TRUE(absl::StrContains(flushed.ToString(), ".sst")) << flushed.ToString();
+  (void)db->Close();
 }
 
 }  // namespace
