@@ -47,19 +47,6 @@
 // dirty-page expiry (30 s by default). Merged runs and the fresh runs of a
 // sort that does not merge while loading are written back as above.
 //
-// Tables written through the page cache are written behind: Append copies
-// the data into one of the file system's buffers (kWriteBehindBytes in all)
-// and returns; the rs-runwrite thread makes the write() calls, and the
-// RangeSync calls after them, in order. A flush at -m 32M is otherwise the
-// load's bottleneck (one runs while the other memtable fills), and a third
-// of its CPU is the kernel copying the run into the page cache (measured
-// with perf: 11 of 36 CPU s on the realistic input). Close waits for the
-// file's writes and returns the first error any of them met, as does every
-// call after that error (RocksDB fails the flush or merge as it would have
-// on the write itself). Tables written with O_DIRECT wait for the disk in
-// the flush thread as before: their writes are few and large, and their
-// timing decides the run compression.
-//
 // Thread-safety: as the wrapped file system; thread-safe.
 #ifndef ROCKSORT_STORE_SCRATCH_FS_INTERNAL_H_
 #define ROCKSORT_STORE_SCRATCH_FS_INTERNAL_H_
@@ -134,12 +121,6 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   };
   DirectWrites direct_writes() const;
 
-  // The most bytes of table files waiting for rs-runwrite at once.
-  static constexpr uint64_t kWriteBehindBytes = uint64_t{4} << 20;
-
-  // What the writable files written behind share with rs-runwrite.
-  class WriteBehind;
-
   // Drops the pages of file `fname` from the page cache
   // (POSIX_FADV_DONTNEED): the clean ones go, dirty ones are written back
   // and stay. Returns false if the file could not be opened. Advice: the
@@ -148,10 +129,6 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
 
  private:
   void DeleteLoop();
-  // Wraps `file`, a table opened for buffered writes, so that its writes
-  // happen behind; `deferred` as DeferredFile.
-  std::unique_ptr<rocksdb::FSWritableFile> WrittenBehind(
-      std::unique_ptr<rocksdb::FSWritableFile> file, bool deferred);
   // Whether `fname` was named by DeferWriteback (until it is deleted).
   bool IsDeferred(const std::string& fname);
 
@@ -172,9 +149,6 @@ class ScratchFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<int64_t> direct_nanos_{0};
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread deleter_;
-  // Declared last: destroyed first, once every file written behind is
-  // closed (RocksDB closes them before the database goes).
-  std::unique_ptr<WriteBehind> write_behind_;
 };
 
 // Tells `fs` to defer the writeback of every table a flush creates, when
