@@ -52,8 +52,10 @@ run_asan() {
   # the reader stops (1 CI run in several). See docs/reliability.md. Also
   # BenchHarnessSmoke: it
   # tests the benchmark scripts, not the binary (run in the normal suite);
-  # and the Oracle/ golden cases of every order, whose code paths the Ties/
-  # cases cover (the normal suite runs them all).
+  # the Oracle/ golden cases of every order, whose code paths the Ties/
+  # cases cover (the normal suite runs them all); and RocksortBinary, which
+  # checks the release binary's shared objects (not registered here: a
+  # sanitizer build links libstdc++ shared).
   # The pattern is in test/asan_excluded.regex; scripts/setup.sh runs those
   # tests in the release build, where it builds only the test binaries that
   # hold them: a test excluded here from another binary must be added there.
