@@ -148,9 +148,9 @@ absl::Status ReadBlock(rocksdb::FSRandomAccessFile* file, absl::string_view path
 }
 
 // The data blocks an index block lists, which must be contiguous from the
-// start of the file.
+// start of the file and end at or before `data_end` (the index's offset).
 absl::StatusOr<std::vector<BlockHandle>> ParseIndex(absl::string_view path,
-                                                    absl::string_view index) {
+                                                    absl::string_view index, uint64_t data_end) {
   if (index.size() < 4) return Corrupt(path, "index block too short");
   const char* const base = index.data();
   const uint32_t restarts = GetLittleEndian32(base + index.size() - 4);
@@ -193,6 +193,13 @@ absl::StatusOr<std::vector<BlockHandle>> ParseIndex(absl::string_view path,
     if (handle.offset != expected) {
       return Corrupt(path, absl::StrCat("index names a block at offset ", handle.offset,
                                         ", expected one at ", expected));
+    }
+    // Without a sum that could wrap: offset + size + trailer <= data_end.
+    if (handle.offset > data_end || data_end - handle.offset < kBlockTrailerSize ||
+        handle.size > data_end - handle.offset - kBlockTrailerSize) {
+      return Corrupt(path, absl::StrCat("index names a block at offset ", handle.offset,
+                                        " of ", handle.size, " bytes, past the data's end at ",
+                                        data_end));
     }
     blocks.push_back(handle);
   }
@@ -238,7 +245,11 @@ absl::StatusOr<RunIndex> ReadRunIndex(rocksdb::FSRandomAccessFile* file, const s
   if (p != nullptr) p = GetVarint64(p, end, &unused);
   if (p != nullptr) p = GetVarint64(p, end, &index.offset);
   if (p != nullptr) p = GetVarint64(p, end, &index.size);
-  if (p == nullptr || index.offset + index.size + kBlockTrailerSize > file_size - kFooterSize) {
+  // Without a sum that could wrap: offset + size + trailer <= the footer's.
+  const uint64_t footer_offset = file_size - kFooterSize;
+  if (p == nullptr || index.offset > footer_offset ||
+      footer_offset - index.offset < kBlockTrailerSize ||
+      index.size > footer_offset - index.offset - kBlockTrailerSize) {
     return Corrupt(path, "bad index handle in the footer");
   }
   ByteBuffer unpacked;
@@ -255,7 +266,7 @@ absl::StatusOr<RunIndex> ReadRunIndex(rocksdb::FSRandomAccessFile* file, const s
   }
   RunIndex result;
   result.file_size = file_size;
-  ASSIGN_OR_RETURN(result.blocks, ParseIndex(path, contents));
+  ASSIGN_OR_RETURN(result.blocks, ParseIndex(path, contents, index.offset));
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -230,6 +231,48 @@ TEST(RunCursor, FileThatIsNotATableFailsToOpen) {
   EXPECT_EQ(cursor.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(cursor.status().message().find(path), absl::string_view::npos);
   EXPECT_NE(cursor.status().message().find("bad magic number"), absl::string_view::npos);
+}
+
+// A footer whose index handle would wrap around 2^64 (offset + size) is
+// refused, not read past the tail it was read with.
+TEST(RunCursor, FooterIndexHandleThatWrapsIsCorrupt) {
+  test_util::ScratchDir dir;
+  const std::string path = dir.File("000017.sst");
+  WriteRun(path, MakeEntries(8, 500), RunOptions(RunCompression::kLz4));
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // Footer (format 5): checksum type, metaindex and index handles as
+  // varints, padding up to the version at byte 41, then the magic number.
+  ASSERT_GE(bytes.size(), 53u);
+  const size_t footer = bytes.size() - 53;
+  size_t at = footer + 1;
+  for (int varints = 0; varints < 2; ++varints) {  // Keep the metaindex handle.
+    while (static_cast<uint8_t>(bytes[at]) & 0x80) ++at;
+    ++at;
+  }
+  std::string handles = bytes.substr(footer + 1, at - footer - 1);
+  auto put_varint = [&handles](uint64_t v) {
+    for (; v >= 0x80; v >>= 7) handles.push_back(static_cast<char>(v | 0x80));
+    handles.push_back(static_cast<char>(v));
+  };
+  put_varint(~uint64_t{0} - 7);  // Offset: 2^64 - 8.
+  put_varint(8);                 // Size: with the trailer the sum wraps to 5.
+  ASSERT_LE(handles.size(), 40u);
+  handles.resize(40, '\0');
+  bytes.replace(footer + 1, 40, handles);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+
+  absl::StatusOr<std::unique_ptr<RunCursor>> cursor =
+      RunCursor::Open(rocksdb::FileSystem::Default().get(), path);
+  ASSERT_FALSE(cursor.ok());
+  EXPECT_EQ(cursor.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(cursor.status().message().find(path), absl::string_view::npos);
+  EXPECT_NE(cursor.status().message().find("bad index handle in the footer"),
+            absl::string_view::npos)
+      << cursor.status();
 }
 
 TEST(RunCursor, EntryThatIsNotAValueIsAnError) {
