@@ -78,7 +78,7 @@ class OutputFile {
   // The commit point: renames the partial file to its final name through
   // the registry's Publish (refused once a signal has come). Nothing that
   // can fail should follow it. A `companion` (the output's index) is renamed
-  // in the same step, just before. REQUIRES: Finish() succeeded (on both).
+  // in the same step, just after. REQUIRES: Finish() succeeded (on both).
   absl::Status Commit(OutputFile* companion = nullptr);
 
  private:

@@ -116,13 +116,14 @@ absl::Status OutputFile::Commit(OutputFile* companion) {
     }
     return absl::OkStatus();
   };
+  // The data before its index: an interruption between the two leaves the
+  // new data beside the old index, which htslib then reports as older than
+  // the data, never a new index beside old data, which it would trust.
   auto publish = [&]() -> absl::Status {
+    if (!is_stream_) RETURN_IF_ERROR(rename(partial_, target_));
     if (companion != nullptr && !companion->is_stream_) {
-      RETURN_IF_ERROR(rename(companion->partial_, companion->target_));
-    }
-    if (!is_stream_) {
-      if (absl::Status s = rename(partial_, target_); !s.ok()) {
-        if (companion != nullptr && !companion->is_stream_) ::unlink(companion->target_.c_str());
+      if (absl::Status s = rename(companion->partial_, companion->target_); !s.ok()) {
+        if (!is_stream_) ::unlink(target_.c_str());  // A failed run leaves no output.
         return s;
       }
     }

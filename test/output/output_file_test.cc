@@ -87,6 +87,37 @@ TEST(OutputFileTest, RefusedPublishLeavesNoOutput) {
   EXPECT_TRUE(dir.List().empty());
 }
 
+// The data is renamed before its index: when the data's rename fails, the
+// index that was there stays, and the new one goes with the partial files.
+// (Renamed the other way, an interruption between the two would leave a
+// new index beside the old data, which htslib trusts.)
+TEST(OutputFileTest, DataIsRenamedBeforeItsIndex) {
+  ScratchDir dir;
+  test_util::WriteFileOrDie(dir.File("o.bam.csi"), "old index");
+  {
+    absl::StatusOr<std::unique_ptr<OutputFile>> out =
+        OutputFile::Create(dir.File("o.bam"), nullptr);
+    ASSERT_TRUE(out.ok());
+    absl::StatusOr<std::unique_ptr<OutputFile>> index =
+        OutputFile::Create(dir.File("o.bam.csi"), nullptr);
+    ASSERT_TRUE(index.ok());
+    ASSERT_FALSE((*index)->is_stream());
+    ASSERT_EQ(::write((*out)->fd(), "data", 4), 4);
+    ASSERT_EQ(::write((*index)->fd(), "new index", 9), 9);
+    ASSERT_TRUE((*out)->Finish().ok());
+    ASSERT_TRUE((*index)->Finish().ok());
+    // A non-empty directory where the data goes: its rename fails.
+    ASSERT_EQ(::mkdir(dir.File("o.bam").c_str(), 0700), 0);
+    test_util::WriteFileOrDie(dir.File("o.bam/x"), "x");
+    const absl::Status status = (*out)->Commit(index->get());
+    EXPECT_FALSE(status.ok());
+    EXPECT_NE(status.message().find("o.bam"), absl::string_view::npos) << status;
+  }
+  ASSERT_TRUE(std::filesystem::exists(dir.File("o.bam.csi")));
+  EXPECT_EQ(test_util::ReadFileOrDie(dir.File("o.bam.csi")), "old index");
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"o.bam", "o.bam.csi"}));
+}
+
 // A device or FIFO is written in place: renaming a finished file over
 // /dev/null (as root) would replace the device node.
 TEST(OutputFileTest, DeviceIsWrittenInPlace) {
