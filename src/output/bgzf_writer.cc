@@ -87,11 +87,19 @@ size_t CompressMember(absl::string_view in, libdeflate_compressor* compressor, c
 // Writes iov[0..count) in order, however much the kernel takes per call.
 absl::Status WriteAllV(int fd, const std::string& name, iovec* iov, int count) {
   while (count > 0) {
+    if (iov->iov_len == 0) {
+      ++iov;
+      --count;
+      continue;
+    }
     const ssize_t w = ::writev(fd, iov, count);
     if (w < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus(errno, absl::StrCat(name, ": write failed"));
     }
+    // Nothing taken of a non-empty write: a file system that would never
+    // take more (some FUSE ones); retrying would spin.
+    if (w == 0) return ErrnoStatus(EIO, absl::StrCat(name, ": write failed (no bytes taken)"));
     size_t left = static_cast<size_t>(w);
     while (count > 0 && left >= iov->iov_len) {
       left -= iov->iov_len;

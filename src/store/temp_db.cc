@@ -52,6 +52,8 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
   if (mkdtemp(buf.data()) == nullptr) {
     return ErrnoStatus(errno, absl::StrFormat("can't create temporary directory \"%s\"", templ));
   }
+  // At once: a forced exit during the probe below removes the directory too.
+  if (registry != nullptr) registry->Register(buf.data());
   rocksdb::Options db_wide = options;
   // Never RocksDB's own LOG file in the directory (rocksdb_log.h).
   if (db_wide.info_log == nullptr) {
@@ -63,7 +65,6 @@ absl::StatusOr<std::unique_ptr<TempDb>> TempDb::Create(const std::string& prefix
     db_wide.use_direct_io_for_flush_and_compaction = false;
   }
   std::unique_ptr<TempDb> temp(new TempDb(buf.data(), db_wide, registry));
-  if (registry != nullptr) registry->Register(temp->dir_);
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   families.emplace_back(rocksdb::kDefaultColumnFamilyName, options);
   for (int i = 1; i < lanes; ++i) families.emplace_back(absl::StrCat("lane", i), options);
