@@ -56,7 +56,8 @@ class OutputFile {
   // neither a regular file nor a directory.
   static bool WritesInPlace(const std::string& path);
   // The file a new output replaces: `path`, or for a symlink the file it
-  // resolves to (the link itself is kept).
+  // resolves to, or for a dangling one the missing file it names (the link
+  // itself is kept).
   static std::string TargetPath(const std::string& path);
   ~OutputFile();  // Removes the partial file unless committed.
 

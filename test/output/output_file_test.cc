@@ -62,6 +62,27 @@ TEST(OutputFileTest, SymlinkKeepsTheLinkAndReplacesItsTarget) {
   EXPECT_EQ(in_real, std::vector<std::string>{"x.bam"});
 }
 
+// A dangling symlink as the output: as writing through it would, the new
+// file is the one the link names (relative to the link's directory), and
+// the link stays.
+TEST(OutputFileTest, DanglingSymlinkCreatesTheFileItNames) {
+  ScratchDir dir;
+  ASSERT_EQ(::mkdir(dir.File("real").c_str(), 0700), 0);
+  const std::string link = dir.File("link.bam");
+  ASSERT_EQ(::symlink("real/x.bam", link.c_str()), 0);
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(link, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(::write((*out)->fd(), "new", 3), 3);
+  ASSERT_TRUE((*out)->Finish().ok());
+  ASSERT_TRUE((*out)->Commit().ok());
+  struct stat st;
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  ASSERT_TRUE(std::filesystem::exists(dir.File("real/x.bam")));
+  EXPECT_EQ(test_util::ReadFileOrDie(dir.File("real/x.bam")), "new");
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"link.bam", "real"}));
+}
+
 // A registry that refuses to publish, as InterruptGuard does after a signal.
 class RefusingRegistry : public CleanupRegistry {
  public:
