@@ -33,6 +33,18 @@ TEST(OutputFileTest, UncommittedOutputIsRemoved) {
   EXPECT_EQ(dir.List(), std::vector<std::string>{"o.bam"});
 }
 
+// Writes `data` to `out`, then finishes and commits it.
+void WriteAndCommit(OutputFile* out, absl::string_view data) {
+  ASSERT_EQ(::write(out->fd(), data.data(), data.size()), static_cast<ssize_t>(data.size()));
+  ASSERT_TRUE(out->Finish().ok());
+  ASSERT_TRUE(out->Commit().ok());
+}
+
+bool IsSymlink(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
 // An output that is a symlink keeps the link: the new file replaces the
 // link's target (as writing through it would), and the partial file goes
 // beside the target, not beside the link.
@@ -48,12 +60,8 @@ TEST(OutputFileTest, SymlinkKeepsTheLinkAndReplacesItsTarget) {
   EXPECT_FALSE((*out)->is_stream());
   EXPECT_EQ((*out)->name(), link);   // Messages name what the user gave.
   EXPECT_EQ(dir.List().size(), 2u);  // real/ and link.bam: the partial is in real/.
-  ASSERT_EQ(::write((*out)->fd(), "new", 3), 3);
-  ASSERT_TRUE((*out)->Finish().ok());
-  ASSERT_TRUE((*out)->Commit().ok());
-  struct stat st;
-  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
-  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  WriteAndCommit(out->get(), "new");
+  EXPECT_TRUE(IsSymlink(link));
   EXPECT_EQ(test_util::ReadFileOrDie(target), "new");
   std::vector<std::string> in_real;
   for (const auto& entry : std::filesystem::directory_iterator(dir.File("real"))) {
@@ -72,12 +80,8 @@ TEST(OutputFileTest, DanglingSymlinkCreatesTheFileItNames) {
   ASSERT_EQ(::symlink("real/x.bam", link.c_str()), 0);
   absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(link, nullptr);
   ASSERT_TRUE(out.ok()) << out.status();
-  ASSERT_EQ(::write((*out)->fd(), "new", 3), 3);
-  ASSERT_TRUE((*out)->Finish().ok());
-  ASSERT_TRUE((*out)->Commit().ok());
-  struct stat st;
-  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
-  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  WriteAndCommit(out->get(), "new");
+  EXPECT_TRUE(IsSymlink(link));
   ASSERT_TRUE(std::filesystem::exists(dir.File("real/x.bam")));
   EXPECT_EQ(test_util::ReadFileOrDie(dir.File("real/x.bam")), "new");
   EXPECT_EQ(dir.List(), (std::vector<std::string>{"link.bam", "real"}));
