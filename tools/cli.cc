@@ -401,6 +401,12 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         return absl::InvalidArgumentError(
             absl::StrFormat("option %s needs a value", argv[optind - 1]));
       default:
+        // A short option inside a group ("-vZ") has not moved optind on;
+        // getopt names it in optopt. An unknown long option is the argument
+        // just passed (optopt 0).
+        if (optopt > 0 && optopt < 128) {
+          return absl::InvalidArgumentError(absl::StrFormat("unknown option -%c", optopt));
+        }
         return absl::InvalidArgumentError(absl::StrFormat("unknown option %s", argv[optind - 1]));
     }
   }

@@ -36,6 +36,21 @@ TEST(ParseCommandLine, SamtoolsStyleFlags) {
   EXPECT_EQ(o.output, "out.bam");
 }
 
+// The unknown option is named, also inside a group of short options and
+// first in one (where getopt has not moved past the group yet).
+TEST(ParseCommandLine, UnknownOptionIsNamed) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"-Z", "in.bam"}, {"-Zv", "-o", "o.bam", "in.bam"},
+        {"-vZ", "in.bam"}}) {
+    absl::StatusOr<Command> c = Parse(args);
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().message(), "unknown option -Z") << args[0];
+  }
+  absl::StatusOr<Command> c = Parse({"-v", "--no-such-option", "in.bam"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "unknown option --no-such-option");
+}
+
 TEST(ParseCommandLine, PositionalOutputAndStdin) {
   absl::StatusOr<Command> c = Parse({"in.bam", "out.bam"});
   ASSERT_TRUE(c.ok());
