@@ -71,38 +71,6 @@ bool BgzfFailed(htsFile* file) {
   return file->is_bgzf && file->fp.bgzf != nullptr && file->fp.bgzf->errcode != 0;
 }
 
-// Re-reads `path` in the calling thread, starting at the record that begins
-// at BGZF virtual offset `resume` (the first record the threaded reader did
-// not deliver; record number `resume_record`), and returns the 1-based number
-// of the first record that fails and sam_read1's code for it (-2 when only
-// the BGZF layer failed), or {0, 0} if it reads cleanly. `resume` < 0 means
-// from the start (CRAM, which has no BGZF offsets).
-std::pair<uint64_t, int> LocateReadError(const std::string& path, int64_t resume,
-                                         uint64_t resume_record) {
-  htsFile* file = hts_open(path.c_str(), "r");
-  if (file == nullptr) return {0, 0};
-  sam_hdr_t* header = sam_hdr_read(file);
-  std::pair<uint64_t, int> result{0, 0};
-  if (header != nullptr) {
-    uint64_t n = 0;
-    if (resume >= 0 && file->is_bgzf && bgzf_seek(file->fp.bgzf, resume, SEEK_SET) == 0) {
-      n = resume_record - 1;
-    }
-    bam1_t* b = bam_init1();
-    int r;
-    while ((r = sam_read1(file, header, b)) >= 0) ++n;
-    if (r < -1) {
-      result = {n + 1, r};
-    } else if (BgzfFailed(file)) {
-      result = {n + 1, -2};
-    }
-    bam_destroy1(b);
-    sam_hdr_destroy(header);
-  }
-  hts_close(file);
-  return result;
-}
-
 // Tells htslib to use `reference` for `file` (CRAM decoding, or the @SQ
 // lines of SAM text without them). SAM text takes the references of a
 // header without @SQ lines from a FASTA index (name and length per line),
@@ -141,6 +109,46 @@ absl::StatusOr<HtsOptPtr> ParseFormatOption(const std::string& option) {
         option, option.substr(0, option.find('='))));
   }
   return HtsOptPtr(parsed);
+}
+
+// Re-reads `path` in the calling thread, starting at the record that begins
+// at BGZF virtual offset `resume` (the first record the threaded reader did
+// not deliver; record number `resume_record`), and returns the 1-based number
+// of the first record that fails and sam_read1's code for it (-2 when only
+// the BGZF layer failed), or {0, 0} if it reads cleanly. `resume` < 0 means
+// from the start (CRAM, which has no BGZF offsets). `options` are the
+// input's own.
+std::pair<uint64_t, int> LocateReadError(const std::string& path, const InputOptions& options,
+                                         int64_t resume, uint64_t resume_record) {
+  htsFile* file = hts_open(path.c_str(), "r");
+  if (file == nullptr) return {0, 0};
+  // Opened as Input::OpenHeader opens it (reference, format options such as
+  // filter=), or the re-read fails elsewhere or counts other records.
+  bool usable = options.reference.empty() || UseReference(file, path, options.reference).ok();
+  for (const std::string& option : options.format_options) {
+    absl::StatusOr<HtsOptPtr> parsed = ParseFormatOption(option);
+    usable = usable && parsed.ok() && hts_opt_apply(file, parsed->get()) == 0;
+  }
+  sam_hdr_t* header = usable ? sam_hdr_read(file) : nullptr;
+  std::pair<uint64_t, int> result{0, 0};
+  if (header != nullptr) {
+    uint64_t n = 0;
+    if (resume >= 0 && file->is_bgzf && bgzf_seek(file->fp.bgzf, resume, SEEK_SET) == 0) {
+      n = resume_record - 1;
+    }
+    bam1_t* b = bam_init1();
+    int r;
+    while ((r = sam_read1(file, header, b)) >= 0) ++n;
+    if (r < -1) {
+      result = {n + 1, r};
+    } else if (BgzfFailed(file)) {
+      result = {n + 1, -2};
+    }
+    bam_destroy1(b);
+    sam_hdr_destroy(header);
+  }
+  hts_close(file);
+  return result;
 }
 
 // htslib parses a filter= expression only when it first evaluates it, and
@@ -277,6 +285,7 @@ absl::StatusOr<std::unique_ptr<Input>> Input::OpenHeader(const std::string& path
   }
   input->threads_ = threads;
   input->readahead_chunk_ = options.readahead_chunk;
+  input->options_ = options;
   return input;
 }
 
@@ -418,7 +427,7 @@ absl::Status RecordReader::ReadError(int code) {
     // regular file; Open does not thread other inputs) from the first
     // record not delivered to find the one that fails.
     const std::pair<uint64_t, int> located =
-        LocateReadError(input_.path(), next_offset_, record_number);
+        LocateReadError(input_.path(), input_.options(), next_offset_, record_number);
     if (located.first != 0) std::tie(record_number, code) = located;
   }
   // htslib's own reason (which field, which reference) is logged with -v

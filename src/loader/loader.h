@@ -98,6 +98,8 @@ class Input {
   htsFile* file() { return file_; }
   // The path as given ("-" for stdin).
   const std::string& path() const { return path_; }
+  // What it was opened with.
+  const InputOptions& options() const { return options_; }
   // Whether htslib threads decode ahead of the reader.
   bool threaded() const { return threaded_; }
   // Bytes of the file consumed so far, for progress: the compressed offset
@@ -127,6 +129,7 @@ class Input {
   // readahead's request size.
   int threads_ = 1;
   uint64_t readahead_chunk_ = 0;
+  InputOptions options_;
   bool started_ = false;
   // Decompression runs ahead in htslib threads. Their errors surface late
   // (records already queued are dropped), so on a read error RecordReader

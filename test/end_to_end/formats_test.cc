@@ -4,6 +4,7 @@
 // reference; .crai and CSI indexes answering region queries as samtools'
 // own; FASTQ byte for byte; and clean failures, leaving nothing behind,
 // where the output can't be written as asked.
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -179,6 +180,37 @@ TEST_F(FormatsTest, CramDecodesToWhatSamtoolsCramDoes) {
 // --write-index writes OUT.crai (or the ##idx## name), the index samtools
 // index makes of the same file, and region queries through it find what
 // they find through samtools' own.
+// A corrupt CRAM that only --reference decodes fails at the same record with
+// decode threads as without: with threads the failing record is found by a
+// re-read, which must use the reference too (it failed at record 1).
+TEST_F(FormatsTest, CorruptCramNamesTheSameRecordWithAndWithoutThreads) {
+  const std::string in = Generate("in.sam", "-n 3000 --seed 35 --refs 2 --genome-length 250K");
+  const std::string ref = MakeReference(in);
+  const std::string cram = dir_.File("in.cram");
+  ASSERT_EQ(RunCommand(absl::StrCat(Env(), "samtools view -C -T ", ref,
+                                    " --output-fmt-option seqs_per_slice=100 -o ", cram, " ", in))
+                .exit_code,
+            0);
+  // Elsewhere than the @SQ lines' UR: says, so that only --reference finds it.
+  const std::string moved = dir_.File("moved.fa");
+  ASSERT_EQ(::rename(ref.c_str(), moved.c_str()), 0);
+  ASSERT_EQ(::rename((ref + ".fai").c_str(), (moved + ".fai").c_str()), 0);
+  std::string bytes = test_util::ReadFileOrDie(cram);
+  bytes.replace(bytes.size() / 2, 8, std::string(8, '\xff'));
+  test_util::WriteFileOrDie(cram, bytes);
+  std::vector<std::string> records;
+  for (const char* threads : {"-@ 1", "-@ 2"}) {
+    const CommandResult r = Rocksort(
+        absl::StrCat(threads, " --reference ", moved, " -o ", dir_.File("out.bam"), " ", cram));
+    EXPECT_EQ(r.exit_code, 1) << threads;
+    const size_t at = r.stderr_text.find(": record ");
+    ASSERT_NE(at, std::string::npos) << threads << ": " << r.stderr_text;
+    records.push_back(r.stderr_text.substr(at, r.stderr_text.find(':', at + 2) - at));
+  }
+  EXPECT_EQ(records[0], records[1]);
+  EXPECT_NE(records[0], ": record 1") << "the corruption is past the first slice";
+}
+
 TEST_F(FormatsTest, CramWriteIndexAnswersRegionsAsSamtoolsIndex) {
   const std::string in =
       Generate("in.sam", "-n 2000 --seed 35 --edge-cases --refs 2 --genome-length 250K");
