@@ -111,6 +111,26 @@ absl::StatusOr<HtsOptPtr> ParseFormatOption(const std::string& option) {
   return HtsOptPtr(parsed);
 }
 
+// Applies the reference and the format options of `options` to `file`
+// before its header is read, as samtools' sam_open_format applies them:
+// each option on its own, in order (as hts_opt_apply would apply the list),
+// so that a failure names it.
+absl::Status ApplyInputOptions(htsFile* file, const std::string& name,
+                               const InputOptions& options) {
+  if (!options.reference.empty()) RETURN_IF_ERROR(UseReference(file, name, options.reference));
+  for (const std::string& option : options.format_options) {
+    RETURN_IF_ERROR(CheckInputFormatOption(option));
+    ASSIGN_OR_RETURN(const HtsOptPtr parsed, ParseFormatOption(option));
+    if (hts_opt_apply(file, parsed.get()) != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: htslib can't apply --input-fmt-option %s (a value out of range, or a file it "
+          "can't use)",
+          name, option));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Re-reads `path` in the calling thread, starting at the record that begins
 // at BGZF virtual offset `resume` (the first record the threaded reader did
 // not deliver; record number `resume_record`), and returns the 1-based number
@@ -124,12 +144,8 @@ std::pair<uint64_t, int> LocateReadError(const std::string& path, const InputOpt
   if (file == nullptr) return {0, 0};
   // Opened as Input::OpenHeader opens it (reference, format options such as
   // filter=), or the re-read fails elsewhere or counts other records.
-  bool usable = options.reference.empty() || UseReference(file, path, options.reference).ok();
-  for (const std::string& option : options.format_options) {
-    absl::StatusOr<HtsOptPtr> parsed = ParseFormatOption(option);
-    usable = usable && parsed.ok() && hts_opt_apply(file, parsed->get()) == 0;
-  }
-  sam_hdr_t* header = usable ? sam_hdr_read(file) : nullptr;
+  sam_hdr_t* header =
+      ApplyInputOptions(file, path, options).ok() ? sam_hdr_read(file) : nullptr;
   std::pair<uint64_t, int> result{0, 0};
   if (header != nullptr) {
     uint64_t n = 0;
@@ -199,8 +215,6 @@ absl::StatusOr<std::unique_ptr<Input>> Input::Open(const std::string& path,
 
 absl::StatusOr<std::unique_ptr<Input>> Input::OpenHeader(const std::string& path,
                                                          const InputOptions& options) {
-  const int threads = options.threads;
-  const std::string& reference = options.reference;
   const bool is_stdin = path == "-";
   const std::string name = is_stdin ? "stdin" : path;
   struct stat input_stat;
@@ -258,20 +272,7 @@ absl::StatusOr<std::unique_ptr<Input>> Input::OpenHeader(const std::string& path
                         : format == fasta_format ? "FASTA"
                                                  : "unknown format"));
   }
-  if (!reference.empty()) RETURN_IF_ERROR(UseReference(file.get(), name, reference));
-  // Each option on its own, in order (as hts_opt_apply would apply the
-  // list), so that a failure names the option; before the header, as
-  // samtools' sam_open_format applies them.
-  for (const std::string& option : options.format_options) {
-    RETURN_IF_ERROR(CheckInputFormatOption(option));
-    ASSIGN_OR_RETURN(const HtsOptPtr parsed, ParseFormatOption(option));
-    if (hts_opt_apply(file.get(), parsed.get()) != 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: htslib can't apply --input-fmt-option %s (a value out of range, or a file it "
-          "can't use)",
-          name, option));
-    }
-  }
+  RETURN_IF_ERROR(ApplyInputOptions(file.get(), name, options));
   HeaderPtr header(sam_hdr_read(file.get()));
   if (header == nullptr) {
     return absl::DataLossError(
@@ -283,8 +284,6 @@ absl::StatusOr<std::unique_ptr<Input>> Input::OpenHeader(const std::string& path
     input->fd_ = fd;
     input->size_ = static_cast<uint64_t>(input_stat.st_size);
   }
-  input->threads_ = threads;
-  input->readahead_chunk_ = options.readahead_chunk;
   input->options_ = options;
   return input;
 }
@@ -310,17 +309,18 @@ absl::Status Input::StartThreads() {
   const htsExactFormat format = hts_get_format(file_)->format;
   const bool bgzf_blocks =
       file_->is_bgzf && file_->fp.bgzf->is_compressed && !file_->fp.bgzf->is_gzip;
-  if (threads_ > 1 && fd_ >= 0) {
+  const int threads = options_.threads;
+  if (threads > 1 && fd_ >= 0) {
     int r = 0;
     if (format == cram) {
-      r = hts_set_threads(file_, threads_);
+      r = hts_set_threads(file_, threads);
       threaded_ = true;
     } else if (bgzf_blocks) {
       // A pool of our own for its queue depth: bgzf_mt queues two decoded
       // blocks per thread, and on two cores the flushes preempt the decode
       // threads often enough that the loader waited for blocks while a
       // core idled. kDecodeQueueBlocks (64 KiB each) ride that out.
-      decode_pool_ = hts_tpool_init(threads_);
+      decode_pool_ = hts_tpool_init(threads);
       r = decode_pool_ == nullptr
               ? -1
               : bgzf_thread_pool(file_->fp.bgzf, decode_pool_, kDecodeQueueBlocks);
@@ -328,11 +328,11 @@ absl::Status Input::StartThreads() {
     }
     if (r != 0) {
       return absl::ResourceExhaustedError(
-          absl::StrFormat("%s: can't start %d decode threads", name_, threads_));
+          absl::StrFormat("%s: can't start %d decode threads", name_, threads));
     }
   }
   if (fd_ >= 0) {
-    const uint64_t chunk = std::max<uint64_t>(readahead_chunk_, 4096);
+    const uint64_t chunk = std::max<uint64_t>(options_.readahead_chunk, 4096);
     const uint64_t window = std::max<uint64_t>(chunk, uint64_t{16} << 20);
     readahead_ = std::make_unique<SequentialReadahead>(fd_, size_, window, chunk);
   }

@@ -125,10 +125,8 @@ class Input {
   // its size; -1 and 0 otherwise.
   int fd_ = -1;
   uint64_t size_ = 0;
-  // What Start() does: htslib decode threads (> 1 to start any) and the
-  // readahead's request size.
-  int threads_ = 1;
-  uint64_t readahead_chunk_ = 0;
+  // What it was opened with; Start() takes the decode threads (> 1 to start
+  // any) and the readahead's request size from it.
   InputOptions options_;
   bool started_ = false;
   // Decompression runs ahead in htslib threads. Their errors surface late
