@@ -2,10 +2,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -64,29 +65,24 @@ std::string OutputFile::TargetPath(const std::string& path) {
   // A symlink: write beside, and rename onto, the file it names, so the
   // link survives (and /dev/stdout redirected to a file becomes that file
   // rather than a file in /dev).
-  auto real = [](const std::string& p) -> std::string {
-    std::unique_ptr<char, decltype(&std::free)> r(::realpath(p.c_str(), nullptr), &std::free);
-    return r != nullptr ? std::string(r.get()) : std::string();
-  };
-  if (std::string resolved = real(path); !resolved.empty()) return resolved;
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path resolved = fs::canonical(path, error);
+  if (!error) return resolved.string();
   // A dangling link: writing through it, as samtools does, creates the file
   // it names, so that file is what the output replaces, in its directory.
-  auto directory_of = [](const std::string& p) {
-    const size_t slash = p.rfind('/');
-    return slash == std::string::npos ? std::string(".") : p.substr(0, std::max<size_t>(slash, 1));
-  };
-  std::string at = path;
-  for (int hops = 0; hops < 40 && ::lstat(at.c_str(), &st) == 0 && S_ISLNK(st.st_mode); ++hops) {
-    char buf[4096];
-    const ssize_t n = ::readlink(at.c_str(), buf, sizeof(buf));
-    if (n <= 0 || static_cast<size_t>(n) == sizeof(buf)) return path;
-    std::string next(buf, static_cast<size_t>(n));
-    at = next.front() == '/' ? next : absl::StrCat(directory_of(at), "/", next);
+  fs::path at = path;
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(at, error)); ++hops) {
+    const fs::path next = fs::read_symlink(at, error);
+    if (error) return path;
+    at = next.is_absolute() ? next : at.parent_path() / next;
   }
-  if (::lstat(at.c_str(), &st) == 0) return path;  // A loop, or no permission to resolve it.
-  const std::string directory = real(directory_of(at));
-  if (directory.empty()) return path;  // Creating OUT fails as opening it would.
-  return absl::StrCat(directory, directory == "/" ? "" : "/", at.substr(at.rfind('/') + 1));
+  // A loop, or no permission to resolve it.
+  if (fs::exists(fs::symlink_status(at, error))) return path;
+  const fs::path directory =
+      fs::canonical(at.has_parent_path() ? at.parent_path() : fs::path("."), error);
+  if (error) return path;  // Creating OUT fails as opening it would.
+  return (directory / at.filename()).string();
 }
 
 bool OutputFile::WritesInPlace(const std::string& path) {
