@@ -187,53 +187,57 @@ bool HasRenamedId(const bam1_t* b, const char* tag,
 
 }  // namespace
 
-absl::StatusOr<MergedHeader> MergeHeaders(const std::vector<sam_hdr_t*>& headers,
-                                          const std::vector<std::string>& names) {
-  MergedHeader merged;
-  std::string text;
+HeaderMerger::HeaderMerger() = default;
+HeaderMerger::~HeaderMerger() = default;
+
+absl::Status HeaderMerger::Add(sam_hdr_t* header, const std::string& name) {
   // @HD: the first input's that has one.
-  for (size_t i = 0; i < headers.size(); ++i) {
+  if (!have_hd_) {
     KString hd;
-    const int r = sam_hdr_find_hd(headers[i], hd.get());
-    if (r < -1) return ParseError(names[i]);
+    const int r = sam_hdr_find_hd(header, hd.get());
+    if (r < -1) return ParseError(name);
     if (r == 0) {
-      absl::StrAppend(&text, hd.str(), "\n");
-      break;
+      hd_text_ = absl::StrCat(hd.str(), "\n");
+      have_hd_ = true;
     }
   }
   // @SQ: the first input's, which all must share.
-  for (size_t i = 0; i < headers.size(); ++i) {
-    if (sam_hdr_count_lines(headers[i], "SQ") < 0) return ParseError(names[i]);
-    if (i > 0) RETURN_IF_ERROR(CheckSameReferences(headers[0], names[0], headers[i], names[i]));
-  }
-  for (int tid = 0; tid < sam_hdr_nref(headers[0]); ++tid) {
-    absl::StrAppend(&text, SqLine(headers[0], tid), "\n");
+  if (sam_hdr_count_lines(header, "SQ") < 0) return ParseError(name);
+  if (first_ == nullptr) {
+    first_ = header;
+    first_name_ = name;
+  } else {
+    RETURN_IF_ERROR(CheckSameReferences(first_, first_name_, header, name));
   }
   // @RG, @PG and @CO of every input, each type in input order.
-  Rand48 random(kIdSuffixSeed);
-  std::set<std::string> rg_ids, pg_ids;
-  std::string rg_text, pg_text, co_text;
-  for (size_t i = 0; i < headers.size(); ++i) {
-    IdTranslation t;
-    ASSIGN_OR_RETURN(std::vector<std::string> rg_lines,
-                     TranslateIds(headers[i], names[i], "RG", &rg_ids, &t.rg, &random, &t.renamed));
-    ASSIGN_OR_RETURN(std::vector<std::string> pg_lines,
-                     TranslateIds(headers[i], names[i], "PG", &pg_ids, &t.pg, &random, &t.renamed));
-    FixPgReferences("\tPG:", t.pg, &rg_lines);
-    FixPgReferences("\tPP:", t.pg, &pg_lines);
-    for (const std::string& line : rg_lines) absl::StrAppend(&rg_text, line, "\n");
-    for (const std::string& line : pg_lines) absl::StrAppend(&pg_text, line, "\n");
-    const int comments = sam_hdr_count_lines(headers[i], "CO");
-    if (comments < 0) return ParseError(names[i]);
-    for (int c = 0; c < comments; ++c) {
-      KString line;
-      if (sam_hdr_find_line_pos(headers[i], "CO", c, line.get()) != 0) return ParseError(names[i]);
-      absl::StrAppend(&co_text, line.str(), "\n");
-    }
-    merged.translations.push_back(std::move(t));
+  IdTranslation t;
+  ASSIGN_OR_RETURN(std::vector<std::string> rg_lines,
+                   TranslateIds(header, name, "RG", &rg_ids_, &t.rg, &random_, &t.renamed));
+  ASSIGN_OR_RETURN(std::vector<std::string> pg_lines,
+                   TranslateIds(header, name, "PG", &pg_ids_, &t.pg, &random_, &t.renamed));
+  FixPgReferences("\tPG:", t.pg, &rg_lines);
+  FixPgReferences("\tPP:", t.pg, &pg_lines);
+  for (const std::string& line : rg_lines) absl::StrAppend(&rg_text_, line, "\n");
+  for (const std::string& line : pg_lines) absl::StrAppend(&pg_text_, line, "\n");
+  const int comments = sam_hdr_count_lines(header, "CO");
+  if (comments < 0) return ParseError(name);
+  for (int c = 0; c < comments; ++c) {
+    KString line;
+    if (sam_hdr_find_line_pos(header, "CO", c, line.get()) != 0) return ParseError(name);
+    absl::StrAppend(&co_text_, line.str(), "\n");
   }
-  absl::StrAppend(&text, rg_text, pg_text, co_text);
+  translations_.push_back(std::move(t));
+  return absl::OkStatus();
+}
 
+absl::StatusOr<MergedHeader> HeaderMerger::Finish() {
+  std::string text = hd_text_;
+  for (int tid = 0; tid < sam_hdr_nref(first_); ++tid) {
+    absl::StrAppend(&text, SqLine(first_, tid), "\n");
+  }
+  absl::StrAppend(&text, rg_text_, pg_text_, co_text_);
+  MergedHeader merged;
+  merged.translations = std::move(translations_);
   merged.header.reset(sam_hdr_init());
   if (merged.header == nullptr) return absl::ResourceExhaustedError("can't allocate a header");
   if (!text.empty() && sam_hdr_add_lines(merged.header.get(), text.data(), text.size()) != 0) {
@@ -241,6 +245,13 @@ absl::StatusOr<MergedHeader> MergeHeaders(const std::vector<sam_hdr_t*>& headers
         "the inputs' headers do not combine into one that parses (-v shows htslib's reason)");
   }
   return merged;
+}
+
+absl::StatusOr<MergedHeader> MergeHeaders(const std::vector<sam_hdr_t*>& headers,
+                                          const std::vector<std::string>& names) {
+  HeaderMerger merger;
+  for (size_t i = 0; i < headers.size(); ++i) RETURN_IF_ERROR(merger.Add(headers[i], names[i]));
+  return merger.Finish();
 }
 
 absl::Status RewriteIds(const IdTranslation& t, bam1_t* b) {

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,35 @@ struct IdTranslation {
 struct MergedHeader {
   HeaderPtr header;
   std::vector<IdTranslation> translations;  // One per input, in order.
+};
+
+// Merges headers one input at a time, in input order, as MergeHeaders
+// does, so that an input can be closed once its header was added.
+class HeaderMerger {
+ public:
+  HeaderMerger();
+  HeaderMerger(const HeaderMerger&) = delete;
+  HeaderMerger& operator=(const HeaderMerger&) = delete;
+  ~HeaderMerger();
+
+  // Adds the next input's header (`name` names it in messages); htslib
+  // parses it in place, hence non-const. REQUIRES: the first header added
+  // outlives Finish (its @SQ lines are the merged header's, and every
+  // later one is compared with them); later ones need only outlive the
+  // call. Errors as MergeHeaders', for this input.
+  absl::Status Add(sam_hdr_t* header, const std::string& name);
+  // The merged header of the inputs added (at least one). Call once.
+  absl::StatusOr<MergedHeader> Finish();
+
+ private:
+  sam_hdr_t* first_ = nullptr;
+  std::string first_name_;
+  bool have_hd_ = false;
+  std::string hd_text_;
+  Rand48 random_{kIdSuffixSeed};
+  std::set<std::string> rg_ids_, pg_ids_;
+  std::string rg_text_, pg_text_, co_text_;
+  std::vector<IdTranslation> translations_;
 };
 
 // Merges `headers` (one per input, in input order; `names` name them in

@@ -1,8 +1,10 @@
 // InputSet and InputSetReader (loader.h): several inputs read as one.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,31 +35,60 @@ absl::StatusOr<std::unique_ptr<InputSet>> InputSet::Open(
   std::unique_ptr<InputSet> set(new InputSet());
   bool sizes_known = true;
   uint64_t total = 0;
+  HeaderMerger merger;
   for (size_t i = 0; i < paths.size(); ++i) {
     InputOptions input_options = options;
     input_options.readahead_chunk = readahead_chunks[i];
     ASSIGN_OR_RETURN(std::unique_ptr<Input> input, Input::OpenHeader(paths[i], input_options));
     sizes_known &= input->regular_file();
     total += input->size();
+    set->paths_.push_back(paths[i]);
+    set->options_.push_back(std::move(input_options));
+    set->sizes_.push_back(input->size());
+    // Before the header is merged: merging parses it, and htslib may then
+    // rebuild its text.
+    set->parked_.push_back({input->version(), HeaderHash(*input->mutable_header())});
     set->names_.push_back(input->name());
+    if (paths.size() > 1) {
+      RETURN_IF_ERROR(merger.Add(input->mutable_header(), input->name()));
+      // Every regular file but the first (read at once, and whose header
+      // the merger keeps) is closed until its turn. Standard input and
+      // FIFOs can't be opened again and stay open.
+      if (i > 0 && input->regular_file()) input.reset();
+    }
     set->inputs_.push_back(std::move(input));
   }
-  if (set->inputs_.size() == 1) {
+  if (paths.size() == 1) {
     // One input's header is the sort's as it is (the pipeline reports a
     // header that does not parse, naming the input).
     set->header_.reset(sam_hdr_dup(&set->inputs_[0]->header()));
     if (set->header_ == nullptr) return absl::ResourceExhaustedError("can't copy the header");
   } else {
-    std::vector<sam_hdr_t*> headers;
-    for (const std::unique_ptr<Input>& input : set->inputs_) {
-      headers.push_back(input->mutable_header());
-    }
-    ASSIGN_OR_RETURN(MergedHeader merged, MergeHeaders(headers, set->names_));
+    ASSIGN_OR_RETURN(MergedHeader merged, merger.Finish());
     set->header_ = std::move(merged.header);
     set->ids_ = std::move(merged.translations);
   }
   set->progress_.total_bytes_ = sizes_known ? total : 0;
   return set;
+}
+
+size_t InputSet::HeaderHash(sam_hdr_t& header) {
+  const char* text = sam_hdr_str(&header);
+  return std::hash<std::string_view>()(
+      text == nullptr ? std::string_view() : std::string_view(text, sam_hdr_length(&header)));
+}
+
+absl::Status InputSet::Reopen(size_t i) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Input> input, Input::OpenHeader(paths_[i], options_[i]));
+  if (!(input->version() == parked_[i].version) ||
+      HeaderHash(*input->mutable_header()) != parked_[i].header_hash) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: the file changed after its header was read (the inputs are read one after another; "
+        "an input must not change until the sort has read it)",
+        names_[i]));
+  }
+  inputs_[i] = std::move(input);
+  return absl::OkStatus();
 }
 
 InputSetReader::InputSetReader(InputSet& inputs, const keycodec::KeyEncoder& keys)
@@ -66,6 +97,7 @@ InputSetReader::InputSetReader(InputSet& inputs, const keycodec::KeyEncoder& key
 InputSetReader::~InputSetReader() = default;
 
 absl::Status InputSetReader::StartNext() {
+  if (inputs_.inputs_[current_] == nullptr) RETURN_IF_ERROR(inputs_.Reopen(current_));
   Input& input = *inputs_.inputs_[current_];
   RETURN_IF_ERROR(input.Start());
   // Only inputs whose IDs were renamed pay for looking at their records.
@@ -82,7 +114,7 @@ void InputSetReader::FinishCurrent() {
   done_.checksum += s.checksum;  // RecordChecksum sums records mod 2^64.
   done_.missing_eof_marker |= s.missing_eof_marker;
   if (s.missing_eof_marker) truncated_.push_back({inputs_.names_[current_], s.records});
-  bytes_done_ += inputs_.inputs_[current_]->size();
+  bytes_done_ += inputs_.sizes_[current_];
   inputs_.progress_.bytes_read_.store(bytes_done_, std::memory_order_relaxed);
   reader_.reset();                    // Before its input.
   inputs_.inputs_[current_].reset();  // Frees its decode threads and buffers.

@@ -281,8 +281,17 @@ absl::StatusOr<std::unique_ptr<Input>> Input::OpenHeader(const std::string& path
   RETURN_IF_ERROR(CheckFilter(file.get(), *header, name, options.format_options));
   std::unique_ptr<Input> input(new Input(path, name, file.release(), header.release()));
   if (regular_file) {
+    // The descriptor's, not the path's: what was read, even if the path was
+    // renamed over since the stat above.
+    struct stat opened;
+    if (::fstat(fd, &opened) != 0) {
+      return ErrnoStatus(errno, absl::StrFormat("can't stat \"%s\"", path));
+    }
     input->fd_ = fd;
-    input->size_ = static_cast<uint64_t>(input_stat.st_size);
+    input->size_ = static_cast<uint64_t>(opened.st_size);
+    input->version_ = {static_cast<uint64_t>(opened.st_dev), static_cast<uint64_t>(opened.st_ino),
+                       static_cast<uint64_t>(opened.st_size),
+                       int64_t{opened.st_mtim.tv_sec} * 1000000000 + opened.st_mtim.tv_nsec};
   }
   input->options_ = options;
   return input;

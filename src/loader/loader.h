@@ -113,6 +113,21 @@ class Input {
   // The size of a regular file; 0 for anything else.
   uint64_t size() const { return size_; }
 
+  // What tells one version of a regular file from another: a file renamed
+  // over the path, or rewritten, differs in one of these.
+  struct FileVersion {
+    uint64_t device = 0;
+    uint64_t inode = 0;
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+    bool operator==(const FileVersion& o) const {
+      return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns;
+    }
+  };
+  // The version opened (fstat of the descriptor); all zero when not a
+  // regular file.
+  const FileVersion& version() const { return version_; }
+
  private:
   Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header);
   absl::Status StartThreads();
@@ -125,6 +140,7 @@ class Input {
   // its size; -1 and 0 otherwise.
   int fd_ = -1;
   uint64_t size_ = 0;
+  FileVersion version_;
   // What it was opened with; Start() takes the decode threads (> 1 to start
   // any) and the readahead's request size from it.
   InputOptions options_;
@@ -227,9 +243,10 @@ class InputSet {
  public:
   // Opens `paths` (at least one; at most one "-", stdin) in order, each as
   // Input::OpenHeader(paths[i], options) with readahead_chunks[i] as its
-  // readahead chunk,
-  // and combines their headers: one input's is kept as it is, several are
-  // merged as samtools merge merges them (header_merge_internal.h).
+  // readahead chunk, and combines their headers: one input's is kept as it
+  // is, several are merged as samtools merge merges them
+  // (header_merge_internal.h). Of several, every regular file but the
+  // first is closed again until the reader comes to it.
   // REQUIRES: readahead_chunks.size() == paths.size().
   // Errors: those of Input::Open, naming the input; InvalidArgument for a
   // second "-" and when an input's @SQ lines differ from the first's (the
@@ -253,8 +270,28 @@ class InputSet {
   InputSet();
   friend class InputSetReader;
 
-  // Each closed (null) once read to its end.
+  // Reopens input `i`, closed after its header was read, and checks that it
+  // is the version whose header was merged. Errors: those of
+  // Input::OpenHeader; FailedPrecondition naming the input when it changed.
+  absl::Status Reopen(size_t i);
+  // Of the header's text, to tell a reopened input's header from the one
+  // merged.
+  static size_t HeaderHash(sam_hdr_t& header);
+
+  // Null when closed: once read to its end, and, of several inputs, every
+  // regular file but the first from when its header was read until its
+  // turn comes (Reopen), so that hundreds of inputs hold neither a
+  // descriptor nor htslib's buffers and header each while they wait.
   std::vector<std::unique_ptr<Input>> inputs_;
+  std::vector<std::string> paths_;
+  std::vector<InputOptions> options_;   // Each input's, readahead chunk included.
+  std::vector<uint64_t> sizes_;         // Input::size() of each.
+  // Of each closed input: the version and header text read.
+  struct Parked {
+    Input::FileVersion version;
+    size_t header_hash = 0;
+  };
+  std::vector<Parked> parked_;
   std::vector<std::string> names_;
   HeaderPtr header_;
   // Several inputs: each input's @RG/@PG ID translation; empty for one.
@@ -272,7 +309,9 @@ class InputSetReader {
   ~InputSetReader();
 
   // As RecordReader::ReadBatch, across inputs (a batch may span two).
-  // Returns 0 once every input has ended. Errors name the input.
+  // Returns 0 once every input has ended. Errors name the input; an input
+  // reopened in its turn that is not the file whose header was read is
+  // FailedPrecondition.
   absl::StatusOr<size_t> ReadBatch(size_t max_bytes, record::KeyedRecordSink& sink);
 
   // Totals over the inputs; complete once ReadBatch returned 0.

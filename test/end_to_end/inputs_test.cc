@@ -209,6 +209,51 @@ TEST_F(InputsTest, InputListMatchesTheSameInputsGivenAsArguments) {
   ExpectNoTempLeftovers();
 }
 
+// 300 inputs under an open-file limit of 128: each waits closed until its
+// turn, so neither the inputs nor the runs beside them run out of
+// descriptors (with every input open, this failed with "Too many open
+// files"). The inputs are pieces of one SAM file with one header and no
+// read groups, so the oracle is samtools sorting that file.
+TEST_F(InputsTest, ManyInputsUnderALowOpenFileLimitMatchSamtools) {
+  const std::string whole = GenerateSam("whole.sam", "-n 6000 --refs 3 --genome-length 300K --seed 54");
+  std::string header;
+  std::vector<std::string> records;
+  for (absl::string_view line : absl::StrSplit(test_util::ReadFileOrDie(whole), '\n')) {
+    if (line.empty()) continue;
+    if (absl::StartsWith(line, "@HD") || absl::StartsWith(line, "@SQ")) {
+      absl::StrAppend(&header, line, "\n");
+    } else if (!absl::StartsWith(line, "@")) {
+      records.push_back(absl::StrReplaceAll(line, {{"\tRG:Z:SIM.1", ""}}));
+    }
+  }
+  constexpr int kInputs = 300;
+  std::string all = header;
+  std::string list;
+  for (int i = 0; i < kInputs; ++i) {
+    std::string text = header;
+    for (size_t r = i; r < records.size(); r += kInputs) absl::StrAppend(&text, records[r], "\n");
+    const std::string piece = dir_.File(absl::StrCat("piece", i, ".sam"));
+    test_util::WriteFileOrDie(piece, text);
+    absl::StrAppend(&all, text.substr(header.size()));
+    absl::StrAppend(&list, piece, "\n");
+  }
+  const std::string cat = dir_.File("cat.sam");
+  test_util::WriteFileOrDie(cat, all);
+  test_util::WriteFileOrDie(dir_.File("inputs.txt"), list);
+  const std::string expected = dir_.File("expected.bam");
+  Run(absl::StrCat("samtools sort --no-PG -o ", expected, " ", cat));
+  const std::string out = dir_.File("out.bam");
+  for (const std::string extra : {"", "-m 1M -@ 2"}) {
+    SCOPED_TRACE(extra);
+    const CommandResult r = RunCommand(absl::StrCat("ulimit -n 128 && ", Env(),
+                                                    test_util::RocksortBinary(), " ", extra, " -b ",
+                                                    dir_.File("inputs.txt"), " -o ", out));
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_EQ(test_util::CompareAlignmentFiles(expected, out), "");
+    ExpectNoTempLeftovers();
+  }
+}
+
 // gen_reads names every read group SIM.1 and every program gen_reads: as
 // samtools merge, later inputs' IDs get suffixes, and their records the
 // renamed read group. The oracle is samtools merge (-s 0) of the inputs

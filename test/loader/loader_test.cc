@@ -197,6 +197,46 @@ TEST_F(LoaderTest, InputSetTakesStdinOnce) {
   EXPECT_TRUE(absl::IsInvalidArgument(set.status())) << set.status();
 }
 
+// Of several inputs, each but the first is closed once its header is read
+// and opened again when its turn comes: a file put in its place meanwhile
+// is refused, naming it, rather than read under another file's header.
+TEST_F(LoaderTest, InputSetRefusesAnInputReplacedBeforeItsTurn) {
+  const std::string header = "@HD\tVN:1.6\n@SQ\tSN:c1\tLN:1000\n";
+  const std::string record = "a\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n";
+  const std::string first = dir_.File("first.sam");
+  const std::string second = dir_.File("second.sam");
+  for (const bool replace : {false, true}) {
+    SCOPED_TRACE(replace ? "replaced" : "unchanged");
+    test_util::WriteFileOrDie(first, header + record);
+    test_util::WriteFileOrDie(second, header + record + record);
+    absl::StatusOr<std::unique_ptr<InputSet>> set =
+        InputSet::Open({first, second}, InputOptions{}, {4096, 4096});
+    ASSERT_TRUE(set.ok()) << set.status();
+    if (replace) {
+      // Another file of the same size renamed over the path.
+      const std::string other = dir_.File("other.sam");
+      test_util::WriteFileOrDie(other, header + record + record);
+      std::filesystem::rename(other, second);
+    }
+    const std::unique_ptr<keycodec::KeyEncoder> keys =
+        *keycodec::MakeKeyEncoder(keycodec::SortOrder(), (*set)->header());
+    InputSetReader reader(**set, *keys);
+    CollectingSink sink;
+    absl::StatusOr<size_t> n;
+    while ((n = reader.ReadBatch(1 << 20, sink)).ok() && *n > 0) {
+    }
+    if (!replace) {
+      ASSERT_TRUE(n.ok()) << n.status();
+      EXPECT_EQ(reader.stats().records, 3u);
+    } else {
+      ASSERT_FALSE(n.ok());
+      EXPECT_TRUE(absl::IsFailedPrecondition(n.status())) << n.status();
+      EXPECT_TRUE(absl::StrContains(n.status().message(), second)) << n.status();
+      EXPECT_EQ(reader.stats().records, 1u);
+    }
+  }
+}
+
 TEST(EstimateUncompressedSize, SumsInputsAndIsUnknownIfOneIs) {
   ScratchDir dir;
   const std::string a = dir.File("a.sam");
