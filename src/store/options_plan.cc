@@ -30,6 +30,9 @@ constexpr uint64_t kMemtablesInBudget = 2;
 constexpr uint64_t kMemtablesInLargeBudget = 3;
 // Memtables from which runs may be written with O_DIRECT (below).
 constexpr uint64_t kMinDirectWriteBuffer = uint64_t{256} << 20;
+// The largest write_buffer_size RocksDB takes (it clips larger ones when
+// it opens the DB): a plan counting runs from more would count too few.
+constexpr uint64_t kMaxWriteBuffer = uint64_t{64} << 30;
 
 // Lower bound of the final merge's and the background merges' memory: a
 // merge needs two blocks per run whatever the budget, and with a tiny -m a
@@ -117,7 +120,11 @@ SortPlan MakePlan(const PolicyInput& input) {
   plan.memtables = memtable_memory / kMemtablesInLargeBudget >= kMinDirectWriteBuffer
                        ? kMemtablesInLargeBudget
                        : kMemtablesInBudget;
-  o.write_buffer_size = std::max<uint64_t>(memtable_memory / plan.memtables, 256 * kKiB);
+  // Above 3 x kMaxWriteBuffer of memtable memory (a budget over 192 GiB)
+  // the rest of the budget holds no memtables; the runs are counted from
+  // the size RocksDB keeps.
+  o.write_buffer_size =
+      std::clamp<uint64_t>(memtable_memory / plan.memtables, 256 * kKiB, kMaxWriteBuffer);
   // Three per lane, so that the write buffer manager's cap, not the count,
   // is what stops the loader: the count's own stop logs a warning each time
   // (hundreds with -v at -m 8M when one lane takes every run).

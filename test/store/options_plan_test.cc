@@ -7,8 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/allocator.h"
 #include "gtest/gtest.h"
+#include "rocksdb/db.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_buffer_manager.h"
+#include "test_util.h"
 
 namespace rocksort::store {
 namespace {
@@ -76,6 +78,30 @@ TEST(OptionsPlan, LargeBudgetsFlushTwoMemtablesAtOnce) {
   EXPECT_GE(plan.options.max_background_flushes, 2);
   // The count per lane lets a lane hold a memtable flushing and one filling.
   EXPECT_GE(plan.options.max_write_buffer_number, 2);
+}
+
+// RocksDB clips write_buffer_size to 64 GiB when it opens the DB: a budget
+// past three such memtables gets three of 64 GiB, and the runs the plan
+// expects are counted from that size, not from a third of the budget.
+TEST(OptionsPlan, MemtablesStopAtTheLargestSizeRocksDbTakes) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  const SortPlan below = MakePlan(Input(96 * kGiB, 8, 1024 * kGiB));   // -@ 8 -m 12G
+  EXPECT_EQ(below.memtables, 3u);
+  EXPECT_LT(below.options.write_buffer_size, 64 * kGiB);
+  const SortPlan plan = MakePlan(Input(256 * kGiB, 32, 1024 * kGiB));  // -@ 32 -m 8G
+  EXPECT_EQ(plan.memtables, 3u);
+  EXPECT_EQ(plan.options.write_buffer_size, 64 * kGiB);
+  EXPECT_EQ(plan.expected_runs, 16u);
+  EXPECT_LE(plan.options.write_buffer_size * plan.memtables + plan.batch_bytes, 256 * kGiB);
+  // The clip the plan follows is RocksDB's.
+  test_util::ScratchDir dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.write_buffer_size = 100 * kGiB;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, dir.File("db"), &db).ok());
+  EXPECT_EQ(db->GetOptions().write_buffer_size, 64 * kGiB);
+  delete db;
 }
 
 TEST(OptionsPlan, RocksDbReadsNothingAheadItself) {
