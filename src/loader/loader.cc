@@ -373,7 +373,7 @@ Input::~Input() {
   if (decode_pool_ != nullptr) hts_tpool_destroy(decode_pool_);  // After the file using it.
 }
 
-uint64_t EstimateUncompressedSize(const std::string& path) {
+uint64_t EstimateUncompressedSize(const std::string& path, uint64_t sample_bytes) {
   if (path == "-") return 0;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return 0;
@@ -391,11 +391,10 @@ uint64_t EstimateUncompressedSize(const std::string& path) {
   }
   uint64_t estimate = file_size;  // Uncompressed (SAM text): 1:1.
   if (fp->is_compressed) {
-    constexpr size_t kSample = size_t{8} << 20;
     std::unique_ptr<char[]> buf(new char[1 << 16]);
-    size_t read = 0;
+    uint64_t read = 0;
     ssize_t n = 0;
-    while (read < kSample && (n = bgzf_read(fp, buf.get(), 1 << 16)) > 0) read += n;
+    while (read < sample_bytes && (n = bgzf_read(fp, buf.get(), 1 << 16)) > 0) read += n;
     // The compressed bytes consumed: the start of the current block plus the
     // whole current block (its data has been decompressed).
     const uint64_t consumed = static_cast<uint64_t>(bgzf_tell(fp) >> 16) + fp->block_clength;
@@ -408,10 +407,17 @@ uint64_t EstimateUncompressedSize(const std::string& path) {
   return estimate;
 }
 
+uint64_t EstimateSampleBytes(size_t inputs) {
+  constexpr uint64_t kShared = uint64_t{8} << 20;
+  constexpr uint64_t kMinEach = uint64_t{1} << 20;
+  return std::max(kMinEach, kShared / std::max<size_t>(inputs, 1));
+}
+
 uint64_t EstimateUncompressedSize(const std::vector<std::string>& paths) {
+  const uint64_t sample = EstimateSampleBytes(paths.size());
   uint64_t total = 0;
   for (const std::string& path : paths) {
-    const uint64_t estimate = EstimateUncompressedSize(path);
+    const uint64_t estimate = EstimateUncompressedSize(path, sample);
     if (estimate == 0) return 0;
     total += estimate;
   }

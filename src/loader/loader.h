@@ -158,13 +158,20 @@ class Input {
 };
 
 // Estimates the uncompressed BAM size of the input at `path` from its file
-// size and the compression ratio of its first blocks (up to 8 MiB of data).
-// Returns 0 when it cannot tell (stdin, a pipe, CRAM, an unreadable file). SAM text
-// is counted 1:1 (BAM encoding is smaller, so this overestimates, which the
-// compaction policy prefers to underestimating).
-uint64_t EstimateUncompressedSize(const std::string& path);
-// The sum of the estimates of `paths`; 0 (unknown) if any is unknown.
+// size and the compression ratio of its first blocks (up to `sample_bytes`
+// of data). Returns 0 when it cannot tell (stdin, a pipe, CRAM, an
+// unreadable file). SAM text is counted 1:1 (BAM encoding is smaller, so
+// this overestimates, which the compaction policy prefers to
+// underestimating).
+uint64_t EstimateUncompressedSize(const std::string& path,
+                                  uint64_t sample_bytes = uint64_t{8} << 20);
+// The sum of the estimates of `paths`, each from EstimateSampleBytes of
+// data; 0 (unknown) if any is unknown.
 uint64_t EstimateUncompressedSize(const std::vector<std::string>& paths);
+// The sample of each of `inputs` inputs: 8 MiB shared among them, at
+// least 1 MiB each, so that hundreds of inputs are not each read 8 MiB
+// (~3 MiB of BGZF and a seek) deep before the sort starts.
+uint64_t EstimateSampleBytes(size_t inputs);
 
 struct LoadStats {
   uint64_t records = 0;       // Records written to the DB.

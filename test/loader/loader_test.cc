@@ -247,6 +247,34 @@ TEST(EstimateUncompressedSize, SumsInputsAndIsUnknownIfOneIs) {
   EXPECT_EQ(EstimateUncompressedSize(std::vector<std::string>{a, "-"}), 0u);
 }
 
+// 8 MiB of samples shared by the inputs, at least 1 MiB each; a 1 MiB
+// sample past a BAM's header still estimates its size closely.
+TEST(EstimateUncompressedSize, InputsShareTheSampleAndOneMebibyteStillEstimates) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  EXPECT_EQ(EstimateSampleBytes(1), 8 * kMiB);
+  EXPECT_EQ(EstimateSampleBytes(4), 2 * kMiB);
+  EXPECT_EQ(EstimateSampleBytes(8), 1 * kMiB);
+  EXPECT_EQ(EstimateSampleBytes(300), 1 * kMiB);
+  ScratchDir dir;
+  const std::string bam = dir.File("in.bam");
+  ASSERT_EQ(test_util::RunCommand(absl::StrCat(test_util::GenReadsBinary(),
+                                               " -n 40000 --seed 61 -o ", bam))
+                .exit_code,
+            0);
+  BGZF* fp = bgzf_open(bam.c_str(), "r");
+  ASSERT_NE(fp, nullptr);
+  std::string buf(1 << 16, '\0');
+  uint64_t actual = 0;
+  for (ssize_t n; (n = bgzf_read(fp, buf.data(), buf.size())) > 0;) actual += n;
+  bgzf_close(fp);
+  ASSERT_GT(actual, 8 * kMiB);  // Large enough that 1 MiB is a sample.
+  const double estimate = static_cast<double>(EstimateUncompressedSize(bam, kMiB));
+  EXPECT_NEAR(estimate / static_cast<double>(actual), 1.0, 0.1);
+  // The input list's sum takes each input's share of the sample.
+  const std::vector<std::string> eight(8, bam);
+  EXPECT_EQ(EstimateUncompressedSize(eight), 8 * EstimateUncompressedSize(bam, kMiB));
+}
+
 TEST(InputReadaheadChunk, WholeRequestsTheKernelReadsAtOnce) {
   constexpr uint64_t kMiB = 1 << 20;
   EXPECT_EQ(InputReadaheadChunk(0, 0), 2 * kMiB);
