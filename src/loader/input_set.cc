@@ -1,4 +1,6 @@
 // InputSet and InputSetReader (loader.h): several inputs read as one.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -79,13 +81,21 @@ size_t InputSet::HeaderHash(sam_hdr_t& header) {
 }
 
 absl::Status InputSet::Reopen(size_t i) {
+  const absl::Status changed = absl::FailedPreconditionError(absl::StrFormat(
+      "%s: the file changed after its header was read (the inputs are read one after another; "
+      "an input must not change until the sort has read it)",
+      names_[i]));
+  // The path first: a FIFO or a truncated file put in its place must not be
+  // opened (a FIFO would wait for a writer) or reported as unreadable.
+  struct stat now;
+  if (::stat(paths_[i].c_str(), &now) == 0 &&
+      !(Input::VersionOf(now) == parked_[i].version)) {
+    return changed;
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Input> input, Input::OpenHeader(paths_[i], options_[i]));
   if (!(input->version() == parked_[i].version) ||
       HeaderHash(*input->mutable_header()) != parked_[i].header_hash) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s: the file changed after its header was read (the inputs are read one after another; "
-        "an input must not change until the sort has read it)",
-        names_[i]));
+    return changed;
   }
   inputs_[i] = std::move(input);
   return absl::OkStatus();

@@ -289,9 +289,7 @@ absl::StatusOr<std::unique_ptr<Input>> Input::OpenHeader(const std::string& path
     }
     input->fd_ = fd;
     input->size_ = static_cast<uint64_t>(opened.st_size);
-    input->version_ = {static_cast<uint64_t>(opened.st_dev), static_cast<uint64_t>(opened.st_ino),
-                       static_cast<uint64_t>(opened.st_size),
-                       int64_t{opened.st_mtim.tv_sec} * 1000000000 + opened.st_mtim.tv_nsec};
+    input->version_ = VersionOf(opened);
   }
   input->options_ = options;
   return input;
@@ -346,6 +344,12 @@ absl::Status Input::StartThreads() {
     readahead_ = std::make_unique<SequentialReadahead>(fd_, size_, window, chunk);
   }
   return absl::OkStatus();
+}
+
+Input::FileVersion Input::VersionOf(const struct stat& st) {
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+          static_cast<uint64_t>(st.st_size),
+          int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
 }
 
 Input::Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header)

@@ -19,6 +19,8 @@
 #ifndef ROCKSORT_LOADER_LOADER_H_
 #define ROCKSORT_LOADER_LOADER_H_
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -127,6 +129,8 @@ class Input {
   // The version opened (fstat of the descriptor); all zero when not a
   // regular file.
   const FileVersion& version() const { return version_; }
+  // The version `st` describes.
+  static FileVersion VersionOf(const struct stat& st);
 
  private:
   Input(std::string path, std::string name, htsFile* file, sam_hdr_t* header);

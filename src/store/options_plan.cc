@@ -121,8 +121,8 @@ SortPlan MakePlan(const PolicyInput& input) {
                        ? kMemtablesInLargeBudget
                        : kMemtablesInBudget;
   // Above 3 x kMaxWriteBuffer of memtable memory (a budget over 192 GiB)
-  // the rest of the budget holds no memtables; the runs are counted from
-  // the size RocksDB keeps.
+  // the runs are counted from the size RocksDB keeps; the write buffer
+  // manager still caps all lanes' memtables together at the budget.
   o.write_buffer_size =
       std::clamp<uint64_t>(memtable_memory / plan.memtables, 256 * kKiB, kMaxWriteBuffer);
   // Three per lane, so that the write buffer manager's cap, not the count,

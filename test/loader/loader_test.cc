@@ -1,5 +1,6 @@
 #include "loader/loader.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -199,24 +200,30 @@ TEST_F(LoaderTest, InputSetTakesStdinOnce) {
 
 // Of several inputs, each but the first is closed once its header is read
 // and opened again when its turn comes: a file put in its place meanwhile
-// is refused, naming it, rather than read under another file's header.
+// is refused, naming it, rather than read under another file's header; a
+// FIFO put there is refused without being opened (it would wait for a
+// writer).
 TEST_F(LoaderTest, InputSetRefusesAnInputReplacedBeforeItsTurn) {
   const std::string header = "@HD\tVN:1.6\n@SQ\tSN:c1\tLN:1000\n";
   const std::string record = "a\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n";
   const std::string first = dir_.File("first.sam");
   const std::string second = dir_.File("second.sam");
-  for (const bool replace : {false, true}) {
-    SCOPED_TRACE(replace ? "replaced" : "unchanged");
+  for (const std::string change : {"none", "renamed over", "fifo"}) {
+    SCOPED_TRACE(change);
     test_util::WriteFileOrDie(first, header + record);
+    std::filesystem::remove(second);
     test_util::WriteFileOrDie(second, header + record + record);
     absl::StatusOr<std::unique_ptr<InputSet>> set =
         InputSet::Open({first, second}, InputOptions{}, {4096, 4096});
     ASSERT_TRUE(set.ok()) << set.status();
-    if (replace) {
-      // Another file of the same size renamed over the path.
+    if (change == "renamed over") {
+      // Another file of the same size and header.
       const std::string other = dir_.File("other.sam");
       test_util::WriteFileOrDie(other, header + record + record);
       std::filesystem::rename(other, second);
+    } else if (change == "fifo") {
+      std::filesystem::remove(second);
+      ASSERT_EQ(mkfifo(second.c_str(), 0600), 0);
     }
     const std::unique_ptr<keycodec::KeyEncoder> keys =
         *keycodec::MakeKeyEncoder(keycodec::SortOrder(), (*set)->header());
@@ -225,7 +232,7 @@ TEST_F(LoaderTest, InputSetRefusesAnInputReplacedBeforeItsTurn) {
     absl::StatusOr<size_t> n;
     while ((n = reader.ReadBatch(1 << 20, sink)).ok() && *n > 0) {
     }
-    if (!replace) {
+    if (change == "none") {
       ASSERT_TRUE(n.ok()) << n.status();
       EXPECT_EQ(reader.stats().records, 3u);
     } else {
