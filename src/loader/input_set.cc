@@ -44,20 +44,20 @@ absl::StatusOr<std::unique_ptr<InputSet>> InputSet::Open(
     ASSIGN_OR_RETURN(std::unique_ptr<Input> input, Input::OpenHeader(paths[i], input_options));
     sizes_known &= input->regular_file();
     total += input->size();
-    set->paths_.push_back(paths[i]);
-    set->options_.push_back(std::move(input_options));
-    set->sizes_.push_back(input->size());
-    // Before the header is merged: merging parses it, and htslib may then
-    // rebuild its text.
-    set->parked_.push_back({input->version(), HeaderHash(*input->mutable_header())});
     set->names_.push_back(input->name());
+    Source source{paths[i], std::move(input_options), input->version()};
     if (paths.size() > 1) {
-      RETURN_IF_ERROR(merger.Add(input->mutable_header(), input->name()));
       // Every regular file but the first (read at once, and whose header
       // the merger keeps) is closed until its turn. Standard input and
       // FIFOs can't be opened again and stay open.
-      if (i > 0 && input->regular_file()) input.reset();
+      const bool close = i > 0 && input->regular_file();
+      // Before the header is merged: merging parses it, and htslib may then
+      // rebuild its text.
+      if (close) source.header_hash = HeaderHash(*input->mutable_header());
+      RETURN_IF_ERROR(merger.Add(input->mutable_header(), input->name()));
+      if (close) input.reset();
     }
+    set->sources_.push_back(std::move(source));
     set->inputs_.push_back(std::move(input));
   }
   if (paths.size() == 1) {
@@ -87,14 +87,14 @@ absl::Status InputSet::Reopen(size_t i) {
       names_[i]));
   // The path first: a FIFO or a truncated file put in its place must not be
   // opened (a FIFO would wait for a writer) or reported as unreadable.
+  const Source& source = sources_[i];
   struct stat now;
-  if (::stat(paths_[i].c_str(), &now) == 0 &&
-      !(Input::VersionOf(now) == parked_[i].version)) {
+  if (::stat(source.path.c_str(), &now) == 0 && !(Input::VersionOf(now) == source.version)) {
     return changed;
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Input> input, Input::OpenHeader(paths_[i], options_[i]));
-  if (!(input->version() == parked_[i].version) ||
-      HeaderHash(*input->mutable_header()) != parked_[i].header_hash) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Input> input, Input::OpenHeader(source.path, source.options));
+  if (!(input->version() == source.version) ||
+      HeaderHash(*input->mutable_header()) != source.header_hash) {
     return changed;
   }
   inputs_[i] = std::move(input);
@@ -124,7 +124,7 @@ void InputSetReader::FinishCurrent() {
   done_.checksum += s.checksum;  // RecordChecksum sums records mod 2^64.
   done_.missing_eof_marker |= s.missing_eof_marker;
   if (s.missing_eof_marker) truncated_.push_back({inputs_.names_[current_], s.records});
-  bytes_done_ += inputs_.sizes_[current_];
+  bytes_done_ += inputs_.sources_[current_].version.size;
   inputs_.progress_.bytes_read_.store(bytes_done_, std::memory_order_relaxed);
   reader_.reset();                    // Before its input.
   inputs_.inputs_[current_].reset();  // Frees its decode threads and buffers.

@@ -288,7 +288,6 @@ absl::StatusOr<std::unique_ptr<Input>> Input::OpenHeader(const std::string& path
       return ErrnoStatus(errno, absl::StrFormat("can't stat \"%s\"", path));
     }
     input->fd_ = fd;
-    input->size_ = static_cast<uint64_t>(opened.st_size);
     input->version_ = VersionOf(opened);
   }
   input->options_ = options;
@@ -341,7 +340,7 @@ absl::Status Input::StartThreads() {
   if (fd_ >= 0) {
     const uint64_t chunk = std::max<uint64_t>(options_.readahead_chunk, 4096);
     const uint64_t window = std::max<uint64_t>(chunk, uint64_t{16} << 20);
-    readahead_ = std::make_unique<SequentialReadahead>(fd_, size_, window, chunk);
+    readahead_ = std::make_unique<SequentialReadahead>(fd_, size(), window, chunk);
   }
   return absl::OkStatus();
 }

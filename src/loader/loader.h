@@ -113,7 +113,7 @@ class Input {
   // Whether the input is a regular file (not stdin, a pipe or a device).
   bool regular_file() const { return fd_ >= 0; }
   // The size of a regular file; 0 for anything else.
-  uint64_t size() const { return size_; }
+  uint64_t size() const { return version_.size; }
 
   // What tells one version of a regular file from another: a file renamed
   // over the path, or rewritten, differs in one of these.
@@ -141,9 +141,8 @@ class Input {
   htsFile* file_;      // Owned; closed in the destructor.
   sam_hdr_t* header_;  // Owned; destroyed in the destructor.
   // Regular files only: the descriptor under file_ (owned by file_) and
-  // its size; -1 and 0 otherwise.
+  // its version; -1 and all zero otherwise.
   int fd_ = -1;
-  uint64_t size_ = 0;
   FileVersion version_;
   // What it was opened with; Start() takes the decode threads (> 1 to start
   // any) and the readahead's request size from it.
@@ -294,15 +293,14 @@ class InputSet {
   // turn comes (Reopen), so that hundreds of inputs hold neither a
   // descriptor nor htslib's buffers and header each while they wait.
   std::vector<std::unique_ptr<Input>> inputs_;
-  std::vector<std::string> paths_;
-  std::vector<InputOptions> options_;   // Each input's, readahead chunk included.
-  std::vector<uint64_t> sizes_;         // Input::size() of each.
-  // Of each closed input: the version and header text read.
-  struct Parked {
-    Input::FileVersion version;
-    size_t header_hash = 0;
+  // What each input was opened from and as, to reopen it and check it.
+  struct Source {
+    std::string path;
+    InputOptions options;        // Its readahead chunk included.
+    Input::FileVersion version;  // Its size is Input::size().
+    size_t header_hash = 0;      // Of the header read; set where it is closed.
   };
-  std::vector<Parked> parked_;
+  std::vector<Source> sources_;
   std::vector<std::string> names_;
   HeaderPtr header_;
   // Several inputs: each input's @RG/@PG ID translation; empty for one.
