@@ -147,6 +147,14 @@ absl::Status ReadBlock(rocksdb::FSRandomAccessFile* file, absl::string_view path
   return DecodeBlock(path, handle, read.data(), unpacked, contents);
 }
 
+// Whether a block at `offset` of `size` bytes, with its trailer, ends at or
+// before `end`: offset + size + trailer <= end, without a sum that could
+// wrap.
+bool BlockEndsBy(uint64_t offset, uint64_t size, uint64_t end) {
+  return offset <= end && end - offset >= kBlockTrailerSize &&
+         size <= end - offset - kBlockTrailerSize;
+}
+
 // The data blocks an index block lists, which must be contiguous from the
 // start of the file and end at or before `data_end` (the index's offset).
 absl::StatusOr<std::vector<BlockHandle>> ParseIndex(absl::string_view path,
@@ -194,9 +202,7 @@ absl::StatusOr<std::vector<BlockHandle>> ParseIndex(absl::string_view path,
       return Corrupt(path, absl::StrCat("index names a block at offset ", handle.offset,
                                         ", expected one at ", expected));
     }
-    // Without a sum that could wrap: offset + size + trailer <= data_end.
-    if (handle.offset > data_end || data_end - handle.offset < kBlockTrailerSize ||
-        handle.size > data_end - handle.offset - kBlockTrailerSize) {
+    if (!BlockEndsBy(handle.offset, handle.size, data_end)) {
       return Corrupt(path, absl::StrCat("index names a block at offset ", handle.offset,
                                         " of ", handle.size, " bytes, past the data's end at ",
                                         data_end));
@@ -245,11 +251,7 @@ absl::StatusOr<RunIndex> ReadRunIndex(rocksdb::FSRandomAccessFile* file, const s
   if (p != nullptr) p = GetVarint64(p, end, &unused);
   if (p != nullptr) p = GetVarint64(p, end, &index.offset);
   if (p != nullptr) p = GetVarint64(p, end, &index.size);
-  // Without a sum that could wrap: offset + size + trailer <= the footer's.
-  const uint64_t footer_offset = file_size - kFooterSize;
-  if (p == nullptr || index.offset > footer_offset ||
-      footer_offset - index.offset < kBlockTrailerSize ||
-      index.size > footer_offset - index.offset - kBlockTrailerSize) {
+  if (p == nullptr || !BlockEndsBy(index.offset, index.size, file_size - kFooterSize)) {
     return Corrupt(path, "bad index handle in the footer");
   }
   ByteBuffer unpacked;
