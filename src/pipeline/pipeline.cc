@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/hts_handles.h"
+#include "common/open_files.h"
 #include "common/paths.h"
 #include "common/record_checksum.h"
 #include "common/status_macros.h"
@@ -32,6 +33,11 @@ namespace {
 
 // How often the emit loop polls for cancellation.
 constexpr uint64_t kCancelCheckInterval = 4096;
+
+// The fewest free descriptors a sort starts with: RocksDB keeps at least
+// 10 runs open under any limit, beside its own files and the files being
+// written (store/options_plan.cc plans the rest).
+constexpr uint64_t kMinStoreFiles = 32;
 
 bool Cancelled(const std::atomic<bool>* cancelled) {
   return cancelled != nullptr && cancelled->load(std::memory_order_relaxed);
@@ -124,15 +130,27 @@ store::StoreOptions PlanStore(const SortOptions& options, const std::atomic<bool
   }
   report->size_hint = s.size_hint;
   s.run_compression = options.run_compression;
-  if (struct rlimit files;
-      getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
-    s.open_files = static_cast<uint64_t>(files.rlim_cur);
-  }
   s.registry = registry;
   s.cancelled = cancelled;
   s.log = observer.on_notice;
   s.verbose = options.verbosity > 0;
   return s;
+}
+
+// The descriptors the store may open once the inputs and outputs are open
+// (0: no limit). FIFO and stdin inputs hold theirs until read; with too
+// many of them under a low limit the sort fails now, not when a run can't
+// be opened mid-load.
+absl::StatusOr<uint64_t> FilesLeftForStore(const OpenFiles& files) {
+  if (files.limit == 0) return uint64_t{0};
+  if (files.free() < kMinStoreFiles) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "too many open files: %d of the open-file limit of %d are open (inputs from pipes and "
+        "FIFOs stay open until read), and the temporary database needs at least %d more; raise "
+        "the limit (ulimit -n) or pass fewer such inputs",
+        files.in_use, files.limit, kMinStoreFiles));
+  }
+  return files.free();
 }
 
 // Reads every record of `reader` into `store`, a batch at a time, and
@@ -257,8 +275,7 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
                   CleanupRegistry* registry, const SortObserver& observer, SortReport* report) {
   const int threads = std::max(1, options.threads);
   report->order = options.order.Describe();
-  const store::StoreOptions store_options =
-      PlanStore(options, cancelled, registry, observer, report);
+  store::StoreOptions store_options = PlanStore(options, cancelled, registry, observer, report);
   auto notice = [&](const std::string& line) {
     if (observer.on_notice) observer.on_notice(line);
   };
@@ -289,6 +306,7 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
   ASSIGN_OR_RETURN(const std::unique_ptr<keycodec::KeyEncoder> keys,
                    keycodec::MakeKeyEncoder(options.order, inputs->header()));
   ASSIGN_OR_RETURN(Outputs outputs, CreateOutputs(options, registry));
+  ASSIGN_OR_RETURN(store_options.open_files, FilesLeftForStore(CountOpenFiles()));
   if (options.verbosity > 0) {
     notice(absl::StrFormat(
         "order %s; disk profile %s (%s; %s); memory budget %d bytes; size %d (%s)", report->order,

@@ -65,9 +65,9 @@ constexpr uint64_t kMinChunksPerMemtable = 8;
 // zstd's level for --run-compression zstd.
 constexpr int kZstdRunLevel = 1;
 
-// Descriptors kept out of RocksDB's table cache: stdio, the input, the
-// output, MANIFEST, the files being written, the prefetch threads',
-// htslib's and libc's own.
+// Of the descriptors the store may open, those kept out of RocksDB's table
+// cache: MANIFEST, the files being written, the prefetch threads', the
+// inputs reopened in turn, htslib's and libc's own.
 constexpr uint64_t kReservedFiles = 64;
 
 // a - b, or 0 when b > a.

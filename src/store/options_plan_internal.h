@@ -64,8 +64,8 @@ struct PolicyInput {
   // (DiskDetection::request_bytes), 0 if unknown. Chunks read ahead are
   // fitted to whole requests.
   uint64_t request_bytes = 0;
-  // The process's open-file limit (RLIMIT_NOFILE), 0 if unlimited or
-  // unknown. Runs may outnumber it (many runs while loading without
+  // How many files the store may open (StoreOptions::open_files), 0 if
+  // unlimited or unknown. Runs may outnumber it (many runs while loading without
   // compaction); merges must not read more runs at once than it allows.
   uint64_t open_files = 0;
 };

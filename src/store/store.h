@@ -75,7 +75,9 @@ struct StoreOptions {
   // request (DiskDetection::request_bytes; 0 = unknown).
   DiskKind disk = DiskKind::kSsd;
   uint64_t request_bytes = 0;
-  // The process's open-file limit, 0 if unlimited or unknown.
+  // How many files the store may open: the open-file limit less the
+  // descriptors open before it (the inputs', the output's); 0 if unlimited
+  // or unknown.
   uint64_t open_files = 0;
   RunCompression run_compression = RunCompression::kAuto;
   // The database goes into the fresh directory `<dir_prefix>XXXXXX`.
