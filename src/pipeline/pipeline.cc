@@ -34,9 +34,11 @@ namespace {
 // How often the emit loop polls for cancellation.
 constexpr uint64_t kCancelCheckInterval = 4096;
 
-// The fewest free descriptors a sort starts with: RocksDB keeps at least
-// 10 runs open under any limit, beside its own files and the files being
-// written (store/options_plan.cc plans the rest).
+// The fewest free descriptors a sort starts with. The plan gives RocksDB
+// half of them when few are free (store/options_plan.cc), and RocksDB
+// raises max_open_files to at least 20 (a table cache of 10 runs); with 32
+// free that leaves 12 for its own files, the files being written and the
+// final merge's readers of at most a quarter of them.
 constexpr uint64_t kMinStoreFiles = 32;
 
 bool Cancelled(const std::atomic<bool>* cancelled) {
@@ -145,10 +147,10 @@ absl::StatusOr<uint64_t> FilesLeftForStore(const OpenFiles& files) {
   if (files.limit == 0) return uint64_t{0};
   if (files.free() < kMinStoreFiles) {
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "too many open files: %d of the open-file limit of %d are open (inputs from pipes and "
-        "FIFOs stay open until read), and the temporary database needs at least %d more; raise "
-        "the limit (ulimit -n) or pass fewer such inputs",
-        files.in_use, files.limit, kMinStoreFiles));
+        "too many open files: %d of the open-file limit of %d are open, leaving %d, and the "
+        "temporary database needs at least %d (inputs from pipes, FIFOs and stdin stay open "
+        "until read); raise the limit (ulimit -n)",
+        files.in_use, files.limit, files.free(), kMinStoreFiles));
   }
   return files.free();
 }

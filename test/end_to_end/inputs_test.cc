@@ -295,8 +295,10 @@ TEST_F(InputsTest, FifoInputsLeaveTheStoreWhatTheyDoNotHold) {
     const std::string fifo = dir_.File(absl::StrCat("fifo", i));
     test_util::WriteFileOrDie(piece, pieces[i]);
     ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << fifo;
-    // A writer gives up if the sort never opens its FIFO.
-    absl::StrAppend(&feed, "timeout 120 cat ", piece, " >", fifo, " & ");
+    // The timeout runs from before the writer opens its FIFO, so a writer
+    // whose FIFO the sort never opens (it failed first) gives up within it
+    // and the final `wait` returns.
+    absl::StrAppend(&feed, "timeout 300 sh -c 'exec cat ", piece, " >", fifo, "' & ");
     absl::StrAppend(&fifos, " ", fifo);
   }
   const std::string cat = dir_.File("cat.sam");
