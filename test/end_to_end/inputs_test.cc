@@ -130,6 +130,22 @@ class InputsTest : public ::testing::Test {
   }
 
   // No temporary directory or partial output left in dir_.
+  // The @HD and @SQ lines of SAM file `sam` into *header and its records,
+  // without their RG tags, into *records: pieces of it sorted as several
+  // inputs then have no read groups or programs for the header merge to
+  // rename, and samtools sorting the whole file is their oracle.
+  static void SplitWithoutReadGroups(const std::string& sam, std::string* header,
+                                     std::vector<std::string>* records) {
+    for (absl::string_view line : absl::StrSplit(test_util::ReadFileOrDie(sam), '\n')) {
+      if (line.empty()) continue;
+      if (absl::StartsWith(line, "@HD") || absl::StartsWith(line, "@SQ")) {
+        absl::StrAppend(header, line, "\n");
+      } else if (!absl::StartsWith(line, "@")) {
+        records->push_back(absl::StrReplaceAll(line, {{"\tRG:Z:SIM.1", ""}}));
+      }
+    }
+  }
+
   void ExpectNoTempLeftovers() {
     for (const std::string& name : dir_.List()) {
       EXPECT_EQ(name.find("rocksort."), std::string::npos) << "left behind: " << name;
@@ -222,14 +238,7 @@ TEST_F(InputsTest, ManyInputsUnderALowOpenFileLimitMatchSamtools) {
       GenerateSam("whole.sam", "-n 6000 --refs 3 --genome-length 300K --seed 54");
   std::string header;
   std::vector<std::string> records;
-  for (absl::string_view line : absl::StrSplit(test_util::ReadFileOrDie(whole), '\n')) {
-    if (line.empty()) continue;
-    if (absl::StartsWith(line, "@HD") || absl::StartsWith(line, "@SQ")) {
-      absl::StrAppend(&header, line, "\n");
-    } else if (!absl::StartsWith(line, "@")) {
-      records.push_back(absl::StrReplaceAll(line, {{"\tRG:Z:SIM.1", ""}}));
-    }
-  }
+  SplitWithoutReadGroups(whole, &header, &records);
   constexpr int kInputs = 300;
   std::string all = header;
   std::string list;
@@ -270,16 +279,7 @@ TEST_F(InputsTest, FifoInputsLeaveTheStoreWhatTheyDoNotHold) {
       GenerateSam("whole.sam", "-n 40000 --refs 3 --genome-length 1M --seed 55");
   std::string header, body;
   std::vector<std::string> records;
-  for (absl::string_view line : absl::StrSplit(test_util::ReadFileOrDie(whole), '\n')) {
-    if (line.empty()) continue;
-    // Without read groups and programs, which merging the headers would
-    // rename.
-    if (absl::StartsWith(line, "@HD") || absl::StartsWith(line, "@SQ")) {
-      absl::StrAppend(&header, line, "\n");
-    } else if (!absl::StartsWith(line, "@")) {
-      records.push_back(absl::StrReplaceAll(line, {{"\tRG:Z:SIM.1", ""}}));
-    }
-  }
+  SplitWithoutReadGroups(whole, &header, &records);
   constexpr int kFifos = 100;
   ASSERT_GT(records.size(), size_t{kFifos});
   std::vector<std::string> pieces(kFifos, header);
