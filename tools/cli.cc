@@ -116,7 +116,7 @@ std::string Usage() {
       "`samtools cat` then `samtools sort`; their headers are combined as\n"
       "`samtools merge` combines them, and must have the same @SQ lines.\n"
       "\n"
-      "Order (as samtools; the last of -n, -N, --template-coordinate wins):\n"
+      "Order (as samtools; the last of -n, -N, --template-coordinate, -M wins):\n"
       "  [default]     by coordinate\n"
       "  -n            by read name, natural (digit runs compare as numbers)\n"
       "  -N            by read name, byte order (also makes -n byte order)\n"
@@ -124,6 +124,14 @@ std::string Usage() {
       "                with -n/-N\n"
       "  --template-coordinate  by the template's outer ends, library, MI and\n"
       "                name (for UMI tools); needs MC tags (samtools fixmate)\n"
+      "  -M            by coordinate, and unplaced reads clustered by the minimiser\n"
+      "                of their sequence (k-mer of smallest hash; better\n"
+      "                compression); as samtools, a read whose minimiser is on the\n"
+      "                reverse strand is reverse-complemented, and unplaced reads\n"
+      "                get POS, PNEXT 0 and TLEN 0. With -t, the tag order instead\n"
+      "  -K INT        -M's k-mer size, 1..31 [20]\n"
+      "  -R            -M: forward-strand minimisers only\n"
+      "  -H            -M: squash homopolymers (a run of one base counts once)\n"
       "\n"
       "Input/output:\n"
       "  -b FILE       also read the inputs listed in FILE, one path per line, before\n"
@@ -228,6 +236,10 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   keycodec::OrderKind order_kind = keycodec::OrderKind::kCoordinate;
   bool lexicographic = false;
   std::string sort_tag;
+  // -K, -R and -H set the minimiser order's parameters; the first of them
+  // given, for a message when the order is not -M.
+  keycodec::MinimiserOptions minimiser;
+  std::string minimiser_flag;
 
   optind = 0;  // Full reset of getopt, so tests can parse repeatedly.
   opterr = 0;
@@ -352,7 +364,8 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
           o.run_compression = store::RunCompression::kNone;
         } else {
           return absl::InvalidArgumentError(absl::StrFormat(
-              "invalid --run-compression \"%s\": expected auto, lz4, snappy, zstd or none", optarg));
+              "invalid --run-compression \"%s\": expected auto, lz4, snappy, zstd or none",
+              optarg));
         }
         break;
       case 'v':
@@ -382,14 +395,26 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
         sort_tag = optarg;
         break;
       case 'M':
-      case 'I':
-      case 'K':
-      case 'w':
-      case 'H':
+        order_kind = keycodec::OrderKind::kMinimiser;
+        break;
+      case 'K': {
+        ASSIGN_OR_RETURN(minimiser.kmer, ParseInt("-K", optarg, 1, 31));
+        if (minimiser_flag.empty()) minimiser_flag = "-K";
+        break;
+      }
       case 'R':
+        minimiser.try_reverse = false;
+        if (minimiser_flag.empty()) minimiser_flag = "-R";
+        break;
+      case 'H':
+        minimiser.squash_homopolymers = true;
+        if (minimiser_flag.empty()) minimiser_flag = "-H";
+        break;
+      case 'I':
+      case 'w':
         return absl::InvalidArgumentError(absl::StrFormat(
-            "-%c: the minimiser order (samtools sort -M and its -I, -K, -w, -H, -R) is not "
-            "supported: it rewrites unplaced records, which rocksort stores unchanged",
+            "-%c: minimisers placed by a reference index (samtools sort -I FASTA and its "
+            "window -w) are not supported; -M clusters unplaced reads without one",
             static_cast<char>(c)));
       case 'h':
         command.action = Command::Action::kHelp;
@@ -411,6 +436,15 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
     }
   }
   ASSIGN_OR_RETURN(o.order, keycodec::SortOrder::FromFlags(order_kind, lexicographic, sort_tag));
+  if (o.order.kind == keycodec::OrderKind::kMinimiser) {
+    o.order.minimiser = minimiser;
+  } else if (!minimiser_flag.empty()) {
+    // samtools parses them and does nothing: say so rather than ignore them.
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s only applies to the minimiser order (-M)%s", minimiser_flag,
+        order_kind == keycodec::OrderKind::kMinimiser ? ", which -t replaces by its tag order"
+                                                      : ""));
+  }
   // The budget, threads x -m, must stay a size (ParseSize caps one at 2^62).
   if (o.memory_per_thread > (uint64_t{1} << 62) / static_cast<uint64_t>(o.threads)) {
     return absl::InvalidArgumentError(
@@ -452,7 +486,7 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   // and -u, as samtools applies them after opening).
   format.path = o.output;
   ASSIGN_OR_RETURN(o.format, output::ResolveOutputFormat(format));
-  if (o.write_index && !o.order.is_coordinate()) {
+  if (o.write_index && !o.order.indexable()) {
     // As samtools: a warning, and the sort goes on without an index.
     command.warnings.push_back("ignoring --write-index: an index needs coordinate-sorted output");
     o.write_index = false;

@@ -2,7 +2,7 @@
 // -----------------------------------------------------------------------------
 // The coordinate key (16 bytes, layout in keycodec.h) and MakeKeyEncoder,
 // which picks the encoder of a SortOrder; the other orders' encoders live in
-// name_key.cc, tag_key.cc and template_coordinate_key.cc.
+// name_key.cc, tag_key.cc, template_coordinate_key.cc and minimiser_key.cc.
 #include "keycodec/keycodec.h"
 
 #include "absl/strings/str_cat.h"
@@ -96,6 +96,12 @@ absl::StatusOr<std::unique_ptr<KeyEncoder>> MakeKeyEncoder(const SortOrder& orde
       return internal::MakeNameEncoder(order.natural);
     case OrderKind::kTemplateCoordinate:
       return internal::MakeTemplateCoordinateEncoder(header);
+    case OrderKind::kMinimiser:
+      if (order.minimiser.kmer < 1 || order.minimiser.kmer > 31) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("minimiser k-mer size ", order.minimiser.kmer, " is outside 1..31"));
+      }
+      return internal::MakeMinimiserEncoder(order.minimiser);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown sort order ", static_cast<int>(order.kind)));

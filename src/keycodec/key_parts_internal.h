@@ -146,6 +146,35 @@ std::unique_ptr<KeyEncoder> MakeNameEncoder(bool natural);
 std::unique_ptr<KeyEncoder> MakeTagEncoder(const SortOrder& order);
 // --template-coordinate; reads each @RG's LB from `header`.
 absl::StatusOr<std::unique_ptr<KeyEncoder>> MakeTemplateCoordinateEncoder(const sam_hdr_t& header);
+// -M. REQUIRES: 1 <= options.kmer <= 31.
+std::unique_ptr<KeyEncoder> MakeMinimiserEncoder(const MinimiserOptions& options);
+
+// ---- Minimisers (samtools bam_sort.c, minhash and reverse_complement) -----
+
+// The k-mer of a read's sequence with the smallest hash, as samtools sort -M
+// finds it. Each base's 2-bit code (A C G T = 0 1 2 3; any other base,
+// N and IUPAC codes included, counts as A) shifts into a k-mer; its hash
+// is the k-mer XOR samtools' constant 0xdead7878beef7878, masked to 2k
+// bits. With try_reverse the reverse complement's k-mers are tried too and
+// win only when strictly smaller; the first of equal hashes wins. With
+// squash_homopolymers a base equal to the one before is skipped.
+struct Minimiser {
+  // UINT64_MAX when the sequence has fewer than k (accepted) bases.
+  uint64_t hash = UINT64_MAX;
+  // samtools' offset: the 0-based start of the k-mer in the read as it is
+  // stored afterwards (reverse-complemented when found on the reverse
+  // strand); 1 - k when no k-mer was found. With squashing it is the k-mer's
+  // last base less k - 1, before the start when a run inside was skipped.
+  int64_t offset = 0;
+  bool reverse = false;  // Found on the reverse strand.
+};
+Minimiser FindMinimiser(const bam1_t& record, const MinimiserOptions& options);
+
+// Reverse-complements SEQ, reverses QUAL and flips BAM_FREVERSE in place,
+// as samtools' reverse_complement: each base becomes its complement
+// (A<->T, C<->G, M<->K, R->Y, V<->B, H<->D; S, W, N stay; '=' becomes N,
+// and Y stays Y, as samtools' table has it).
+void ReverseComplement(bam1_t* record);
 
 }  // namespace rocksort::keycodec::internal
 

@@ -10,7 +10,8 @@
 // KeyEncoder is the interface the loader calls per record; MakeKeyEncoder
 // picks the encoder of an order: coordinate (below), query name natural or
 // lexicographic (name_key.cc), tag then coordinate or name (tag_key.cc),
-// template-coordinate (template_coordinate_key.cc). docs/key_format.md
+// template-coordinate (template_coordinate_key.cc), minimiser
+// (minimiser_key.cc). docs/key_format.md
 // states each order's layout byte by byte and the longest key it produces.
 //
 // The coordinate key, below, is fixed at 16 bytes (kCoordinateKeySize, all
@@ -107,6 +108,14 @@ class KeyEncoder {
   // an MC or MI tag that is not a string, as samtools refuses them. On
   // error *key is unchanged.
   virtual absl::Status Append(const bam1_t& record, uint64_t seq, std::string* key) const = 0;
+  // As Append, then changes *record as samtools' sort changes it before
+  // writing it: only the minimiser order does (an unplaced read whose
+  // minimiser is on the reverse strand is reverse-complemented, and every
+  // unplaced read gets pos -1, mate pos -1 and template length 0). The
+  // loader stores what this leaves. On error neither is changed.
+  virtual absl::Status AppendAndRewrite(bam1_t* record, uint64_t seq, std::string* key) const {
+    return Append(*record, seq, key);
+  }
 
   // The longest key Append produces, bytes (for the memory model): exact for
   // coordinate and name orders. For -t on a Z/H tag and for

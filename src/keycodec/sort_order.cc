@@ -45,11 +45,16 @@ std::string SortOrder::Describe() const {
     case OrderKind::kTemplateCoordinate:
       base = "template-coordinate";
       break;
+    case OrderKind::kMinimiser:
+      base = absl::StrCat("coordinate, unplaced reads by minimiser (k ", minimiser.kmer,
+                          minimiser.try_reverse ? ", both strands" : ", forward strand",
+                          minimiser.squash_homopolymers ? ", homopolymers squashed)" : ")");
+      break;
   }
   return tag.empty() ? base : absl::StrCat("tag ", tag, ", then ", base);
 }
 
-HeaderSortFields HeaderFieldsFor(const SortOrder& order) {
+HeaderSortFields HeaderFieldsFor(const SortOrder& order, bool placed) {
   HeaderSortFields f;
   const std::string name_order = absl::StrCat("queryname:", NameOrder(order.natural));
   if (!order.tag.empty()) {
@@ -71,6 +76,10 @@ HeaderSortFields HeaderFieldsFor(const SortOrder& order) {
       f.go = "query";
       f.ss = "unsorted:template-coordinate";
       break;
+    case OrderKind::kMinimiser:
+      f.so = placed ? "coordinate" : "unsorted";
+      f.ss = placed ? "coordinate:minhash" : "unsorted:minhash";
+      break;
   }
   return f;
 }
@@ -89,8 +98,8 @@ bool UpdateOrAddHd(sam_hdr_t* h, Tags... tags) {
 
 }  // namespace
 
-absl::Status ApplySortOrder(const SortOrder& order, sam_hdr_t* header) {
-  const HeaderSortFields f = HeaderFieldsFor(order);
+absl::Status ApplySortOrder(const SortOrder& order, sam_hdr_t* header, bool placed) {
+  const HeaderSortFields f = HeaderFieldsFor(order, placed);
   const char* so = f.so.c_str();
   const char* go = f.go.c_str();
   const char* ss = f.ss.c_str();

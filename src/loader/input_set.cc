@@ -120,6 +120,7 @@ absl::Status InputSetReader::StartNext() {
 void InputSetReader::FinishCurrent() {
   const LoadStats& s = reader_->stats();
   done_.records += s.records;
+  done_.placed_records += s.placed_records;
   done_.record_bytes += s.record_bytes;
   done_.checksum += s.checksum;  // RecordChecksum sums records mod 2^64.
   done_.missing_eof_marker |= s.missing_eof_marker;
@@ -154,6 +155,7 @@ LoadStats InputSetReader::stats() const {
   LoadStats s = done_;
   if (reader_ != nullptr) {
     s.records += reader_->stats().records;
+    s.placed_records += reader_->stats().placed_records;
     s.record_bytes += reader_->stats().record_bytes;
   }
   return s;

@@ -144,8 +144,7 @@ std::pair<uint64_t, int> LocateReadError(const std::string& path, const InputOpt
   if (file == nullptr) return {0, 0};
   // Opened as Input::OpenHeader opens it (reference, format options such as
   // filter=), or the re-read fails elsewhere or counts other records.
-  sam_hdr_t* header =
-      ApplyInputOptions(file, path, options).ok() ? sam_hdr_read(file) : nullptr;
+  sam_hdr_t* header = ApplyInputOptions(file, path, options).ok() ? sam_hdr_read(file) : nullptr;
   std::pair<uint64_t, int> result{0, 0};
   if (header != nullptr) {
     uint64_t n = 0;
@@ -482,7 +481,9 @@ absl::StatusOr<size_t> RecordReader::ReadBatch(size_t max_bytes, record::KeyedRe
       }
     }
     key_.clear();
-    if (absl::Status s = keys_.Append(*record_, first_seq_ + stats_.records, &key_); !s.ok()) {
+    // Keyed before it is encoded: an order may change the record (-M).
+    if (absl::Status s = keys_.AppendAndRewrite(record_.get(), first_seq_ + stats_.records, &key_);
+        !s.ok()) {
       return RecordError(input_, record_number, record_.get(), s.message());
     }
     if (absl::Status s = record::EncodeRecord(*record_, &encoded_); !s.ok()) {
@@ -494,6 +495,7 @@ absl::StatusOr<size_t> RecordReader::ReadBatch(size_t max_bytes, record::KeyedRe
     checksum_.EndRecord();
     RETURN_IF_ERROR(sink.Add(key_, encoded_));
     ++stats_.records;
+    if (record_->core.tid >= 0) ++stats_.placed_records;
     ++added;
     stats_.record_bytes += encoded_.total_size;
     bytes += encoded_.total_size + key_.size();

@@ -177,9 +177,10 @@ uint64_t EstimateUncompressedSize(const std::vector<std::string>& paths);
 uint64_t EstimateSampleBytes(size_t inputs);
 
 struct LoadStats {
-  uint64_t records = 0;       // Records written to the DB.
-  uint64_t record_bytes = 0;  // Sum of their BAM encodings (uncompressed).
-  uint64_t checksum = 0;      // RecordChecksum of their BAM encodings.
+  uint64_t records = 0;         // Records written to the DB.
+  uint64_t placed_records = 0;  // Those on a reference (tid >= 0).
+  uint64_t record_bytes = 0;    // Sum of their BAM encodings (uncompressed).
+  uint64_t checksum = 0;        // RecordChecksum of their BAM encodings.
   // The input ended without its end-of-file marker (BGZF EOF block, CRAM
   // EOF container): it may be truncated at a block boundary, which no read
   // error reveals. The records it held are still valid and were loaded (as

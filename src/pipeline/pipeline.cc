@@ -294,7 +294,7 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
     return absl::Status(made_header.status().code(),
                         absl::StrCat(header_source, made_header.status().message()));
   }
-  const HeaderPtr out_header = *std::move(made_header);
+  HeaderPtr out_header = *std::move(made_header);
   // A header BAM cannot hold (a reference longer than 2^31 - 1, from SAM
   // text) fails now, not after the sort.
   if (absl::StatusOr<std::string> encoded = output::EncodeBamHeader(*out_header); !encoded.ok()) {
@@ -344,6 +344,11 @@ absl::Status Sort(const SortOptions& options, const std::atomic<bool>* cancelled
     report->inputs_missing_eof_marker.push_back({t.name, t.records});
   }
   report->records = load_stats.records;
+  // As samtools: the minimiser order of input with no placed read is
+  // unsorted (SO:unsorted SS:unsorted:minhash), known only now.
+  if (options.order.kind == keycodec::OrderKind::kMinimiser && load_stats.placed_records == 0) {
+    RETURN_IF_ERROR(keycodec::ApplySortOrder(options.order, out_header.get(), /*placed=*/false));
+  }
   report->record_bytes = load_stats.record_bytes;
   const RecordTally read_tally{load_stats.records, load_stats.record_bytes, load_stats.checksum};
 

@@ -1,5 +1,6 @@
 // Every sort order through the rocksort binary:
-//   * the golden outputs of samtools 1.23.1 (test/data/oracle/): each input
+//   * the golden outputs of samtools 1.23.1 (test/data/oracle/, and
+//     test/data/minimiser/ for -M): each input
 //     in each mode, from a file and from stdin, as SAM, BAM and CRAM, must
 //     give the expected header (without @PG) and the expected records, in
 //     order; where samtools refuses the input (template-coordinate without
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -30,6 +32,7 @@ using test_util::RunCommand;
 using test_util::ScratchDir;
 
 const std::string kOracle = std::string(ROCKSORT_TEST_DATA) + "/oracle";
+const std::string kMinimiserOracle = std::string(ROCKSORT_TEST_DATA) + "/minimiser";
 
 struct Mode {
   const char* name;   // As in the oracle's file names.
@@ -42,6 +45,12 @@ const Mode kModes[] = {
     {"tAS", "-t AS"},     {"tXT", "-t XT"},
     {"tXA", "-t XA"},     {"tRGn", "-t RG -n"},
     {"tASN", "-t AS -N"}, {"template", "--template-coordinate"},
+};
+
+// test/data/minimiser/README.md's modes.
+const Mode kMinimiserModes[] = {
+    {"M", "-M"},        {"MR", "-M -R"},    {"MH", "-M -H"},      {"MHR", "-M -H -R"},
+    {"MK1", "-M -K 1"}, {"MK5", "-M -K 5"}, {"MK31", "-M -K 31"},
 };
 
 // SAM text without @PG lines: what the oracle stores.
@@ -61,6 +70,7 @@ std::string SamText(const std::string& path) {
 }
 
 struct GoldenCase {
+  std::string dir;    // kOracle or kMinimiserOracle.
   std::string input;  // File name under inputs/.
   std::string stem;   // Without .sam / .sam.gz.
   Mode mode;
@@ -68,26 +78,30 @@ struct GoldenCase {
 
 void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.input << " " << c.mode.name; }
 
-std::vector<GoldenCase> AllCases() {
+template <size_t N>
+std::vector<GoldenCase> CasesIn(const std::string& dir, const Mode (&modes)[N]) {
   std::vector<std::string> inputs;
   std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(kOracle + "/inputs", ec)) {
+  for (const fs::directory_entry& e : fs::directory_iterator(dir + "/inputs", ec)) {
     inputs.push_back(e.path().filename().string());
   }
   std::sort(inputs.begin(), inputs.end());
   std::vector<GoldenCase> cases;
   for (const std::string& input : inputs) {
-    for (const Mode& mode : kModes) {
-      cases.push_back({input, input.substr(0, input.find(".sam")), mode});
+    for (const Mode& mode : modes) {
+      cases.push_back({dir, input, input.substr(0, input.find(".sam")), mode});
     }
   }
   return cases;
 }
 
+std::vector<GoldenCase> AllCases() { return CasesIn(kOracle, kModes); }
+
 class GoldenOrderTest : public ::testing::TestWithParam<GoldenCase> {
  protected:
   std::string Expected(const std::string& suffix) const {
-    return absl::StrCat(kOracle, "/expected/", GetParam().stem, ".", GetParam().mode.name, suffix);
+    return absl::StrCat(GetParam().dir, "/expected/", GetParam().stem, ".", GetParam().mode.name,
+                        suffix);
   }
 
   // Runs `rocksort FLAGS ARGS` writing out.bam and checks it against the
@@ -117,7 +131,7 @@ class GoldenOrderTest : public ::testing::TestWithParam<GoldenCase> {
     }
   }
 
-  std::string Input() const { return absl::StrCat(kOracle, "/inputs/", GetParam().input); }
+  std::string Input() const { return absl::StrCat(GetParam().dir, "/inputs/", GetParam().input); }
 
   // `sam` as CRAM without a reference (no sequence is stored against one),
   // as samtools writes it with no_ref; REF_PATH points nowhere so that
@@ -184,6 +198,9 @@ INSTANTIATE_TEST_SUITE_P(Ties, GoldenInputsTest, ::testing::ValuesIn(CasesOf({"t
 INSTANTIATE_TEST_SUITE_P(Oracle, GoldenInputsTest,
                          ::testing::ValuesIn(CasesOf({"aligner_slice", "template_mi"}, true)),
                          CaseName);
+// -M rewrites unplaced reads as it loads them: through every input path.
+INSTANTIATE_TEST_SUITE_P(Minimiser, GoldenInputsTest,
+                         ::testing::ValuesIn(CasesIn(kMinimiserOracle, kMinimiserModes)), CaseName);
 
 // Generated inputs, larger, with every edge case gen_reads makes.
 class LiveOrderTest : public ::testing::Test {
@@ -263,7 +280,10 @@ TEST_F(LiveOrderTest, NameOrderMatchesSamtoolsWithManyRuns) {
 
 // Records, and so runs and merges, must never change the order.
 TEST_F(LiveOrderTest, NoOrderDependsOnMemoryOrThreads) {
-  for (const Mode& mode : kModes) {
+  std::vector<Mode> modes(std::begin(kModes), std::end(kModes));
+  modes.push_back({"M", "-M"});
+  modes.push_back({"MHK9", "-M -H -K 9"});
+  for (const Mode& mode : modes) {
     SCOPED_TRACE(mode.name);
     const std::string one_run = Rocksort(mode.flags, "-m 1G", input_);
     EXPECT_EQ(Rocksort(mode.flags, "-@ 3 -m 1M -s 400M", input_), one_run);
@@ -278,6 +298,35 @@ TEST_F(LiveOrderTest, EmptyInputGetsTheOrdersHeader) {
   EXPECT_EQ(Rocksort("--template-coordinate", "", empty),
             "@HD\tVN:1.6\tSO:unsorted\tGO:query\tSS:unsorted:template-coordinate\n"
             "@SQ\tSN:c1\tLN:100\n");
+  // No read is placed: samtools 1.23.1 calls that unsorted.
+  EXPECT_EQ(Rocksort("-M", "", empty),
+            "@HD\tVN:1.6\tSO:unsorted\tSS:unsorted:minhash\n@SQ\tSN:c1\tLN:100\n");
+}
+
+// samtools writes an index for -M: its placed reads are in coordinate order
+// and the unplaced ones, at the end, have no position.
+TEST_F(LiveOrderTest, MinimiserOrderWritesAUsableIndex) {
+  const std::string out = dir_.File("out.bam");
+  const CommandResult r = RunCommand(
+      absl::StrCat(test_util::RocksortBinary(), " -M -m 1M --write-index -o ", out, " ", input_));
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_FALSE(absl::StrContains(r.stderr_text, "warning")) << r.stderr_text;
+  ASSERT_TRUE(fs::exists(out + ".csi"));
+  // Every reference's count through the index equals a scan's.
+  const CommandResult stats = RunCommand("samtools idxstats " + out);
+  ASSERT_EQ(stats.exit_code, 0) << stats.stderr_text;
+  const CommandResult scan = RunCommand(
+      "samtools view " + out + " | awk '{n[$3]++} END {for (r in n) print r, n[r]}' | sort");
+  const CommandResult indexed =
+      RunCommand("samtools idxstats " + out + " | awk '$3 + $4 > 0 {print $1, $3 + $4}' | sort");
+  EXPECT_EQ(indexed.stdout_text, scan.stdout_text);
+  // A region query reads through the index.
+  const CommandResult first = RunCommand("samtools view " + out + " | head -1 | cut -f 3");
+  ASSERT_NE(first.stdout_text, "*\n");
+  const CommandResult region = RunCommand(absl::StrCat(
+      "samtools view -c ", out, " ", absl::StripTrailingAsciiWhitespace(first.stdout_text)));
+  EXPECT_EQ(region.exit_code, 0) << region.stderr_text;
+  EXPECT_NE(region.stdout_text, "0\n");
 }
 
 TEST_F(LiveOrderTest, WriteIndexIsIgnoredWithAWarningForOtherOrders) {

@@ -10,6 +10,11 @@
 //     is its size, the variable-length fields fit in it, and its tid, pos,
 //     strand and input index are the ones in its coordinate key; it decodes
 //     (record::DecodeRecord) and encodes again to the same bytes;
+//   * read a second time in the minimiser order (-M, a k from 1 to 31 taken
+//     from the input's size), the same holds for placed records, and every
+//     unplaced one (rewritten by the encoder: reverse-complemented or not)
+//     has a 24-byte key of tid -1 with its strand and input index, and pos
+//     -1, mate pos -1 and template length 0;
 //   * when reading succeeds, the records and bytes added are the ones
 //     reported, and the input indexes run 0, 1, 2...
 // A violated check calls __builtin_trap(), which libFuzzer reports as a crash
@@ -77,25 +82,55 @@ const std::string& WriteInput(const uint8_t* data, size_t size) {
   return memfd.path;
 }
 
-// Checks one DB value against its key: the BAM record layout (SAM spec 4.2)
-// and the fields the key was derived from.
-void CheckRecord(absl::string_view key_bytes, absl::string_view value, uint64_t records) {
+uint64_t GetBigEndian64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+// The key's fields the checks compare with the record.
+struct KeyFields {
+  int32_t tid = -1;
+  int64_t pos = -1;  // Unplaced minimiser keys: -1, the position written.
+  bool reverse = false;
+  uint64_t seq = 0;
+};
+
+// A coordinate key, or a minimiser key (keycodec/minimiser_key.cc: placed
+// records have the coordinate key, unplaced ones 24 bytes).
+KeyFields ParseKey(absl::string_view key_bytes, bool minimiser) {
+  if (minimiser && key_bytes.size() == 24) {
+    Check(key_bytes.substr(0, 4) == absl::string_view("\xff\xff\xff\xff", 4));
+    const uint64_t strand_seq = GetBigEndian64(key_bytes.data() + 16);
+    return {-1, -1, (strand_seq >> 63) != 0, strand_seq & keycodec::kMaxSequence};
+  }
   const absl::StatusOr<keycodec::CoordinateKey> key = keycodec::DecodeCoordinateKey(key_bytes);
   Check(key.ok());
-  Check(key->seq < records);
-  Check(keycodec::CheckCoordinate(key->tid, key->pos).ok());
+  Check(!minimiser || key->tid >= 0);
+  return {key->tid, key->pos, key->reverse, key->seq};
+}
+
+// Checks one DB value against its key: the BAM record layout (SAM spec 4.2)
+// and the fields the key was derived from.
+void CheckRecord(absl::string_view key_bytes, absl::string_view value, bool minimiser) {
+  const KeyFields key = ParseKey(key_bytes, minimiser);
+  Check(keycodec::CheckCoordinate(key.tid, key.pos).ok());
 
   Check(value.size() >= 36);
   const char* v = value.data();
   const uint32_t block_size = GetLittleEndian32(v);
   Check(uint64_t{block_size} + 4 == value.size());
-  Check(static_cast<int32_t>(GetLittleEndian32(v + 4)) == key->tid);
-  Check(static_cast<int32_t>(GetLittleEndian32(v + 8)) == key->pos);
+  Check(static_cast<int32_t>(GetLittleEndian32(v + 4)) == key.tid);
+  Check(static_cast<int32_t>(GetLittleEndian32(v + 8)) == key.pos);
+  if (minimiser && key.tid == -1) {
+    Check(static_cast<int32_t>(GetLittleEndian32(v + 28)) == -1);  // Mate pos.
+    Check(GetLittleEndian32(v + 32) == 0);                         // Template length.
+  }
   const uint32_t l_read_name = GetLittleEndian32(v + 12) & 0xff;
   const uint32_t flag_nc = GetLittleEndian32(v + 16);
   const uint32_t n_cigar = flag_nc & 0xffff;
   const bool reverse = ((flag_nc >> 16) & 0x10) != 0;
-  Check(reverse == key->reverse);
+  Check(reverse == key.reverse);
   const uint64_t l_seq = GetLittleEndian32(v + 20);
   // Name (NUL-terminated), CIGAR, packed sequence and qualities, then aux.
   Check(l_read_name >= 1);
@@ -108,12 +143,14 @@ void CheckRecord(absl::string_view key_bytes, absl::string_view value, uint64_t 
 // Checks each record as the loader adds it.
 class CheckingSink : public record::KeyedRecordSink {
  public:
+  explicit CheckingSink(bool minimiser) : minimiser_(minimiser) {}
+
   absl::Status Add(absl::string_view key, const record::EncodedRecord& encoded) override {
     value_.clear();
     encoded.AppendTo(&value_);
     Check(value_.size() == encoded.total_size);
-    CheckRecord(key, value_, ~uint64_t{0});
-    Check(keycodec::DecodeCoordinateKey(key)->seq == records);
+    CheckRecord(key, value_, minimiser_);
+    Check(ParseKey(key, minimiser_).seq == records);
     Check(record::DecodeRecord(value_, decoded_.get()).ok());
     record::EncodedRecord again;
     Check(record::EncodeRecord(*decoded_, &again).ok());
@@ -128,21 +165,21 @@ class CheckingSink : public record::KeyedRecordSink {
   uint64_t bytes = 0;
 
  private:
+  const bool minimiser_;
   std::string value_;
   std::string again_;
   std::unique_ptr<bam1_t, void (*)(bam1_t*)> decoded_{bam_init1(), bam_destroy1};
 };
 
-void FuzzOne(const uint8_t* data, size_t size) {
-  const std::string& path = WriteInput(data, size);
+void ReadAll(const std::string& path, const keycodec::SortOrder& order) {
   // Single-threaded decoding keeps runs reproducible.
   absl::StatusOr<std::unique_ptr<Input>> input = Input::Open(path);
   if (!input.ok()) return;
   const absl::StatusOr<std::unique_ptr<keycodec::KeyEncoder>> keys =
-      keycodec::MakeKeyEncoder(keycodec::SortOrder(), (*input)->header());
+      keycodec::MakeKeyEncoder(order, (*input)->header());
   Check(keys.ok());
   RecordReader reader(**input, **keys);
-  CheckingSink sink;
+  CheckingSink sink(order.kind == keycodec::OrderKind::kMinimiser);
   absl::Status status;
   for (;;) {
     // Small batches, so that inputs of a few KiB cross several.
@@ -160,6 +197,17 @@ void FuzzOne(const uint8_t* data, size_t size) {
     // Every failure is reported with a message naming the input.
     Check(!status.message().empty());
   }
+}
+
+void FuzzOne(const uint8_t* data, size_t size) {
+  const std::string& path = WriteInput(data, size);
+  ReadAll(path, keycodec::SortOrder());
+  keycodec::SortOrder minimiser;
+  minimiser.kind = keycodec::OrderKind::kMinimiser;
+  minimiser.minimiser.kmer = static_cast<int>(size % 31) + 1;
+  minimiser.minimiser.squash_homopolymers = size % 2 == 0;
+  minimiser.minimiser.try_reverse = size % 3 != 0;
+  ReadAll(path, minimiser);
 }
 
 }  // namespace

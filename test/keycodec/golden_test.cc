@@ -1,10 +1,12 @@
 // File: test/keycodec/golden_test.cc
 // -----------------------------------------------------------------------------
 // Every order's keys against what samtools sort 1.23.1 wrote
-// (test/data/oracle/, see its README.md): for each input and each mode, the
+// (test/data/oracle/ and, for -M, test/data/minimiser/, see their
+// README.md): for each input and each mode, the
 // input records stable-sorted by key bytes (the order RocksDB's bytewise
 // comparator gives, ties by input order as samtools) must print, with
-// sam_format1, exactly the expected file's record lines; the input header
+// sam_format1 and as AppendAndRewrite left them, exactly the expected file's
+// record lines; the input header
 // after ApplySortOrder must equal the expected header (both without @PG).
 // Where samtools exits 1 (.error), some record's Append must fail naming MC
 // and fixmate.
@@ -32,12 +34,14 @@ using test_util::BamPtr;
 using test_util::HeaderPtr;
 
 const std::string kOracle = std::string(ROCKSORT_TEST_DATA) + "/oracle";
+const std::string kMinimiserOracle = std::string(ROCKSORT_TEST_DATA) + "/minimiser";
 
 struct Mode {
   const char* name;  // As in the oracle's file names.
   OrderKind kind;
   bool lexicographic;  // -N given.
   const char* tag;
+  MinimiserOptions minimiser = {};
 };
 
 // The modes of test/data/oracle/README.md, as samtools' flags.
@@ -54,7 +58,20 @@ const Mode kModes[] = {
     {"template", OrderKind::kTemplateCoordinate, false, ""},
 };
 
+// The modes of test/data/minimiser/README.md: -M, -K K, -R (forward only),
+// -H (squashed).
+const Mode kMinimiserModes[] = {
+    {"M", OrderKind::kMinimiser, false, "", {20, true, false}},
+    {"MR", OrderKind::kMinimiser, false, "", {20, false, false}},
+    {"MH", OrderKind::kMinimiser, false, "", {20, true, true}},
+    {"MHR", OrderKind::kMinimiser, false, "", {20, false, true}},
+    {"MK1", OrderKind::kMinimiser, false, "", {1, true, false}},
+    {"MK5", OrderKind::kMinimiser, false, "", {5, true, false}},
+    {"MK31", OrderKind::kMinimiser, false, "", {31, true, false}},
+};
+
 struct GoldenCase {
+  std::string dir;    // kOracle or kMinimiserOracle.
   std::string input;  // File name under inputs/.
   std::string stem;   // The input's name without .sam / .sam.gz.
   Mode mode;
@@ -63,20 +80,24 @@ struct GoldenCase {
 // For GoogleTest's messages: "ties.sam -t RG -n" rather than raw bytes.
 void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.input << " mode " << c.mode.name; }
 
-std::vector<GoldenCase> AllCases() {
+template <size_t N>
+std::vector<GoldenCase> CasesIn(const std::string& dir, const Mode (&modes)[N]) {
   std::vector<GoldenCase> cases;
   std::error_code ec;
   std::vector<std::string> inputs;
-  for (const fs::directory_entry& e : fs::directory_iterator(kOracle + "/inputs", ec)) {
+  for (const fs::directory_entry& e : fs::directory_iterator(dir + "/inputs", ec)) {
     inputs.push_back(e.path().filename().string());
   }
   std::sort(inputs.begin(), inputs.end());
   for (const std::string& input : inputs) {
     const std::string stem = input.substr(0, input.find(".sam"));
-    for (const Mode& mode : kModes) cases.push_back({input, stem, mode});
+    for (const Mode& mode : modes) cases.push_back({dir, input, stem, mode});
   }
   return cases;
 }
+
+std::vector<GoldenCase> AllCases() { return CasesIn(kOracle, kModes); }
+std::vector<GoldenCase> MinimiserCases() { return CasesIn(kMinimiserOracle, kMinimiserModes); }
 
 // The lines of a SAM text file, plain or gzip-compressed.
 std::vector<std::string> ReadLines(const std::string& path) {
@@ -132,17 +153,18 @@ TEST_P(GoldenTest, OrderAndHeaderMatchSamtools) {
   absl::StatusOr<SortOrder> order =
       SortOrder::FromFlags(c.mode.kind, c.mode.lexicographic, c.mode.tag);
   ASSERT_TRUE(order.ok()) << order.status();
-  const Input in = ReadInput(kOracle + "/inputs/" + c.input);
+  order->minimiser = c.mode.minimiser;
+  const Input in = ReadInput(c.dir + "/inputs/" + c.input);
   ASSERT_NE(in.header, nullptr);
   ASSERT_FALSE(in.records.empty());
   absl::StatusOr<std::unique_ptr<KeyEncoder>> encoder = MakeKeyEncoder(*order, *in.header);
   ASSERT_TRUE(encoder.ok()) << encoder.status();
 
-  const std::string expected_base = kOracle + "/expected/" + c.stem + "." + c.mode.name;
+  const std::string expected_base = c.dir + "/expected/" + c.stem + "." + c.mode.name;
   std::vector<std::string> keys(in.records.size());
   absl::Status failure;
   for (size_t i = 0; i < in.records.size() && failure.ok(); ++i) {
-    failure = (*encoder)->Append(*in.records[i], i, &keys[i]);
+    failure = (*encoder)->AppendAndRewrite(in.records[i].get(), i, &keys[i]);
     if (failure.ok()) {
       EXPECT_LE(keys[i].size(), (*encoder)->max_key_bytes());
     }
@@ -163,8 +185,10 @@ TEST_P(GoldenTest, OrderAndHeaderMatchSamtools) {
   ASSERT_FALSE(expected.empty()) << expected_path;
 
   // Header.
+  const bool placed = std::any_of(in.records.begin(), in.records.end(),
+                                  [](const BamPtr& b) { return b->core.tid >= 0; });
   HeaderPtr header(sam_hdr_dup(in.header.get()));
-  ASSERT_TRUE(ApplySortOrder(*order, header.get()).ok());
+  ASSERT_TRUE(ApplySortOrder(*order, header.get(), placed).ok());
   const std::vector<std::string> header_lines =
       absl::StrSplit(absl::string_view(sam_hdr_str(header.get())), '\n', absl::SkipEmpty());
   EXPECT_EQ(HeaderWithoutPg(header_lines), HeaderWithoutPg(expected));
@@ -188,10 +212,12 @@ TEST_P(GoldenTest, OrderAndHeaderMatchSamtools) {
   ks_free(&text);
 }
 
-INSTANTIATE_TEST_SUITE_P(Oracle, GoldenTest, ::testing::ValuesIn(AllCases()),
-                         [](const ::testing::TestParamInfo<GoldenCase>& info) {
-                           return info.param.stem + "_" + info.param.mode.name;
-                         });
+std::string CaseName(const ::testing::TestParamInfo<GoldenCase>& info) {
+  return info.param.stem + "_" + info.param.mode.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, GoldenTest, ::testing::ValuesIn(AllCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Minimiser, GoldenTest, ::testing::ValuesIn(MinimiserCases()), CaseName);
 
 TEST(Golden, EveryInputHasAResultForEveryMode) {
   const std::vector<GoldenCase> cases = AllCases();
@@ -201,6 +227,12 @@ TEST(Golden, EveryInputHasAResultForEveryMode) {
     EXPECT_TRUE(fs::exists(base + ".sam") || fs::exists(base + ".sam.gz") ||
                 fs::exists(base + ".error"))
         << base;
+  }
+  const std::vector<GoldenCase> minimiser = MinimiserCases();
+  EXPECT_EQ(minimiser.size(), 2u * 7u);
+  for (const GoldenCase& c : minimiser) {
+    const std::string path = kMinimiserOracle + "/expected/" + c.stem + "." + c.mode.name;
+    EXPECT_TRUE(fs::exists(path + ".sam.gz")) << path;
   }
 }
 

@@ -67,7 +67,8 @@ TEST(MakeKeyEncoder, EveryOrderHasAnEncoder) {
   for (const SortOrder& order :
        {kCoordinate, kNatural, kTemplate, SortOrder{OrderKind::kQueryName, false, ""},
         SortOrder{OrderKind::kCoordinate, true, "XT"},
-        SortOrder{OrderKind::kQueryName, false, "XT"}}) {
+        SortOrder{OrderKind::kQueryName, false, "XT"},
+        SortOrder{OrderKind::kMinimiser, true, ""}}) {
     absl::StatusOr<std::unique_ptr<KeyEncoder>> e = MakeKeyEncoder(order, *h);
     EXPECT_TRUE(e.ok()) << order.Describe() << ": " << e.status();
   }
@@ -89,6 +90,36 @@ TEST(SortOrder, TagWithTemplateCoordinateBecomesTagThenCoordinate) {
   absl::StatusOr<SortOrder> o = SortOrder::FromFlags(OrderKind::kTemplateCoordinate, false, "RGX");
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(*o, (SortOrder{OrderKind::kCoordinate, true, "RG"}));
+}
+
+// samtools' set_sort_order for -M: coordinate when any read is placed,
+// unsorted when none is; -t replaces -M by tag-then-coordinate.
+TEST(SortOrder, MinimiserHeaderDependsOnWhetherAnyReadIsPlaced) {
+  const SortOrder minimiser{OrderKind::kMinimiser, true, ""};
+  const HeaderSortFields placed = HeaderFieldsFor(minimiser, /*placed=*/true);
+  EXPECT_EQ(placed.so, "coordinate");
+  EXPECT_EQ(placed.ss, "coordinate:minhash");
+  EXPECT_EQ(placed.go, "");
+  const HeaderSortFields unplaced = HeaderFieldsFor(minimiser, /*placed=*/false);
+  EXPECT_EQ(unplaced.so, "unsorted");
+  EXPECT_EQ(unplaced.ss, "unsorted:minhash");
+  HeaderPtr h = ParseHeader("@HD\tVN:1.4\tGO:query\n");
+  ASSERT_TRUE(ApplySortOrder(minimiser, h.get(), /*placed=*/false).ok());
+  EXPECT_EQ(std::string(sam_hdr_str(h.get())), "@HD\tVN:1.4\tSO:unsorted\tSS:unsorted:minhash\n");
+  // Only the minimiser order looks at `placed`.
+  EXPECT_EQ(HeaderFieldsFor(kCoordinate, false).so, "coordinate");
+
+  absl::StatusOr<SortOrder> tagged = SortOrder::FromFlags(OrderKind::kMinimiser, false, "RG");
+  ASSERT_TRUE(tagged.ok());
+  EXPECT_EQ(*tagged, (SortOrder{OrderKind::kCoordinate, true, "RG"}));
+  EXPECT_TRUE(minimiser.indexable());
+  EXPECT_FALSE(minimiser.is_coordinate());
+  EXPECT_FALSE(tagged->indexable());
+  SortOrder squashed = minimiser;
+  squashed.minimiser.squash_homopolymers = true;
+  EXPECT_FALSE(squashed == minimiser);
+  EXPECT_EQ(squashed.Describe(),
+            "coordinate, unplaced reads by minimiser (k 20, both strands, homopolymers squashed)");
 }
 
 }  // namespace

@@ -39,9 +39,9 @@ TEST(ParseCommandLine, SamtoolsStyleFlags) {
 // The unknown option is named, also inside a group of short options and
 // first in one (where getopt has not moved past the group yet).
 TEST(ParseCommandLine, UnknownOptionIsNamed) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"-Z", "in.bam"}, {"-Zv", "-o", "o.bam", "in.bam"},
-        {"-vZ", "in.bam"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"-Z", "in.bam"},
+                                               {"-Zv", "-o", "o.bam", "in.bam"},
+                                               {"-vZ", "in.bam"}}) {
     absl::StatusOr<Command> c = Parse(args);
     ASSERT_FALSE(c.ok());
     EXPECT_EQ(c.status().message(), "unknown option -Z") << args[0];
@@ -115,15 +115,55 @@ TEST(ParseCommandLine, WriteIndexIsDroppedWithAWarningForOtherOrders) {
   EXPECT_TRUE(c->warnings.empty());
 }
 
-TEST(ParseCommandLine, MinimiserOptionsAreRefusedWithTheReason) {
+TEST(ParseCommandLine, MinimiserOrderTakesSamtoolsOptions) {
+  absl::StatusOr<Command> c = Parse({"-M", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.order.kind, keycodec::OrderKind::kMinimiser);
+  EXPECT_EQ(c->sort.order.minimiser, keycodec::MinimiserOptions{});
+  c = Parse({"-K", "31", "-R", "-M", "-H", "in.bam"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sort.order.minimiser.kmer, 31);
+  EXPECT_FALSE(c->sort.order.minimiser.try_reverse);
+  EXPECT_TRUE(c->sort.order.minimiser.squash_homopolymers);
+  // The last order flag wins, as in samtools; -t replaces -M.
+  c = Parse({"-M", "-n", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.order.kind, keycodec::OrderKind::kQueryName);
+  c = Parse({"-n", "-M", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.order.kind, keycodec::OrderKind::kMinimiser);
+  c = Parse({"-M", "-t", "RG", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sort.order, (keycodec::SortOrder{keycodec::OrderKind::kCoordinate, true, "RG"}));
+  // An index, as samtools writes one for -M.
+  c = Parse({"-M", "--write-index", "-o", "o.bam", "in.bam"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->sort.write_index);
+  EXPECT_TRUE(c->warnings.empty());
+  for (const char* k : {"0", "32", "x", "-1"}) {
+    EXPECT_FALSE(Parse({"-M", "-K", k, "in.bam"}).ok()) << k;
+  }
+}
+
+TEST(ParseCommandLine, MinimiserParametersWithoutTheOrderAreRefused) {
+  // samtools parses them and does nothing: rocksort says so.
   for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
-           {"-M"}, {"-R"}, {"-H"}, {"-K", "20"}, {"-w", "100"}, {"-I", "ref.fa"}}) {
+           {"-R"}, {"-H"}, {"-K", "20"}, {"-K", "20", "-M", "-n"}, {"-M", "-R", "-t", "RG"}}) {
     std::vector<std::string> args = flags;
     args.push_back("in.bam");
     const absl::StatusOr<Command> c = Parse(args);
     ASSERT_FALSE(c.ok()) << flags[0];
-    EXPECT_TRUE(absl::StrContains(c.status().message(), "minimiser")) << c.status();
-    EXPECT_TRUE(absl::StrContains(c.status().message(), flags[0])) << c.status();
+    EXPECT_TRUE(absl::StrContains(c.status().message(), "only applies to the minimiser order"))
+        << c.status();
+  }
+  // A reference index for minimisers (-I, its window -w) is not there.
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{"-w", "100"}, {"-I", "ref.fa"}, {"-M", "-I", "r"}}) {
+    std::vector<std::string> args = flags;
+    args.push_back("in.bam");
+    const absl::StatusOr<Command> c = Parse(args);
+    ASSERT_FALSE(c.ok()) << flags[0];
+    EXPECT_TRUE(absl::StrContains(c.status().message(), "not supported")) << c.status();
   }
 }
 
@@ -475,7 +515,7 @@ TEST(RocksortBinary, MisuseGoesToStderrWithExitOne) {
 TEST(RocksortBinary, MissingInputNamesTheFile) {
   test_util::ScratchDir dir;
   const test_util::CommandResult r = RunCommand(test_util::RocksortBinary() + " -o " +
-                                              dir.File("o.bam") + " " + dir.File("nope.bam"));
+                                                dir.File("o.bam") + " " + dir.File("nope.bam"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.stderr_text.find("nope.bam"), std::string::npos) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("No such file"), std::string::npos) << r.stderr_text;
