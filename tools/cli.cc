@@ -124,11 +124,11 @@ std::string Usage() {
       "                with -n/-N\n"
       "  --template-coordinate  by the template's outer ends, library, MI and\n"
       "                name (for UMI tools); needs MC tags (samtools fixmate)\n"
-      "  -M            by coordinate, and unplaced reads clustered by the minimiser\n"
-      "                of their sequence (k-mer of smallest hash; better\n"
-      "                compression); as samtools, a read whose minimiser is on the\n"
-      "                reverse strand is reverse-complemented, and unplaced reads\n"
-      "                get POS, PNEXT 0 and TLEN 0. With -t, the tag order instead\n"
+      "  -M            by coordinate, then the unplaced reads clustered by the\n"
+      "                minimiser of their sequence (its k-mer of smallest hash); as\n"
+      "                samtools, a read whose minimiser is on the reverse strand is\n"
+      "                reverse-complemented, and unplaced reads are written with\n"
+      "                POS, PNEXT and TLEN 0. With -t, the tag order instead\n"
       "  -K INT        -M's k-mer size, 1..31 [20]\n"
       "  -R            -M: forward-strand minimisers only\n"
       "  -H            -M: squash homopolymers (a run of one base counts once)\n"
@@ -154,7 +154,7 @@ std::string Usage() {
       "  --write-index also write an index: OUT.csi (OUT.crai for CRAM), or INDEX\n"
       "                for -o OUT##idx##INDEX (BAI if INDEX ends in .bai), as\n"
       "                samtools sort --write-index; not for uncompressed SAM; ignored,\n"
-      "                with a warning, for orders other than coordinate\n"
+      "                with a warning, for orders other than coordinate and -M\n"
       "  --input-fmt-option OPTION[=VALUE]  one of htslib's input format options,\n"
       "                as samtools: required_fields=0x..., decode_md=0 (CRAM),\n"
       "                filter=EXPR (keep only the records EXPR accepts), ...\n"
@@ -231,8 +231,8 @@ absl::StatusOr<Command> ParseCommandLine(int argc, char** argv, bool stdin_is_te
   // -O, --output-fmt-option, --reference, -l and -u, in order, as samtools
   // collects them; resolved once the output's name is known.
   output::OutputFormatRequest format;
-  // The order as samtools builds it: the last of -n/-N/--template-coordinate,
-  // whether -N was seen at all, and -t's tag.
+  // The order as samtools builds it: the last of -n/-N/--template-coordinate/
+  // -M, whether -N was seen at all, and -t's tag.
   keycodec::OrderKind order_kind = keycodec::OrderKind::kCoordinate;
   bool lexicographic = false;
   std::string sort_tag;

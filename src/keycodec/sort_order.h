@@ -62,7 +62,7 @@ struct SortOrder {
   MinimiserOptions minimiser;
 
   // Resolves samtools sort's flags: `kind` is the last of -n / -N /
-  // --template-coordinate given (kCoordinate if none), `lexicographic`
+  // --template-coordinate / -M given (kCoordinate if none), `lexicographic`
   // whether -N was given at all (it switches natural comparison off for
   // good, so `-N -n` is lexicographic), `tag` the -t argument (empty if
   // none). As samtools, a tag turns any order but query name into

@@ -217,7 +217,7 @@ class RecordReader {
   Input& input_;
   const keycodec::KeyEncoder& keys_;
   const uint64_t first_seq_;
-  const IdTranslation* const ids_;  // Null: records are stored as read.
+  const IdTranslation* const ids_;  // Null: the IDs are kept as read.
   size_t last_batch_bytes_ = 0;
   LoadStats stats_;
   RecordChecksum checksum_;

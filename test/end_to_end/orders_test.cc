@@ -50,7 +50,7 @@ const Mode kModes[] = {
 // test/data/minimiser/README.md's modes.
 const Mode kMinimiserModes[] = {
     {"M", "-M"},        {"MR", "-M -R"},    {"MH", "-M -H"},      {"MHR", "-M -H -R"},
-    {"MK1", "-M -K 1"}, {"MK5", "-M -K 5"}, {"MK31", "-M -K 31"},
+    {"MK1", "-M -K 1"}, {"MK5", "-M -K 5"}, {"MK31", "-M -K 31"}, {"MK31R", "-M -K 31 -R"},
 };
 
 // SAM text without @PG lines: what the oracle stores.

@@ -68,6 +68,7 @@ const Mode kMinimiserModes[] = {
     {"MK1", OrderKind::kMinimiser, false, "", {1, true, false}},
     {"MK5", OrderKind::kMinimiser, false, "", {5, true, false}},
     {"MK31", OrderKind::kMinimiser, false, "", {31, true, false}},
+    {"MK31R", OrderKind::kMinimiser, false, "", {31, false, false}},
 };
 
 struct GoldenCase {
@@ -229,7 +230,7 @@ TEST(Golden, EveryInputHasAResultForEveryMode) {
         << base;
   }
   const std::vector<GoldenCase> minimiser = MinimiserCases();
-  EXPECT_EQ(minimiser.size(), 2u * 7u);
+  EXPECT_EQ(minimiser.size(), 3u * 8u);
   for (const GoldenCase& c : minimiser) {
     const std::string path = kMinimiserOracle + "/expected/" + c.stem + "." + c.mode.name;
     EXPECT_TRUE(fs::exists(path + ".sam.gz")) << path;
