@@ -57,17 +57,25 @@ bool SamtoolsCoordinateLess(const CoordinateKey& a, const CoordinateKey& b) {
   return a.seq < b.seq;
 }
 
+namespace internal {
+
+absl::Status AppendCoordinateKey(const bam1_t& record, uint64_t seq, std::string* key) {
+  const bam1_core_t& c = record.core;
+  if (absl::Status s = CheckCoordinate(c.tid, c.pos); !s.ok()) return s;
+  char bytes[kCoordinateKeySize];
+  EncodeCoordinateKey({c.tid, c.pos, (c.flag & BAM_FREVERSE) != 0, seq}, bytes);
+  key->append(bytes, sizeof(bytes));
+  return absl::OkStatus();
+}
+
+}  // namespace internal
+
 namespace {
 
 class CoordinateEncoder : public KeyEncoder {
  public:
   absl::Status Append(const bam1_t& record, uint64_t seq, std::string* key) const override {
-    const bam1_core_t& c = record.core;
-    if (absl::Status s = CheckCoordinate(c.tid, c.pos); !s.ok()) return s;
-    char bytes[kCoordinateKeySize];
-    EncodeCoordinateKey({c.tid, c.pos, (c.flag & BAM_FREVERSE) != 0, seq}, bytes);
-    key->append(bytes, sizeof(bytes));
-    return absl::OkStatus();
+    return internal::AppendCoordinateKey(record, seq, key);
   }
   size_t max_key_bytes() const override { return kCoordinateKeySize; }
 };

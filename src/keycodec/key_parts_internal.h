@@ -139,6 +139,11 @@ void AppendMolecularId(absl::string_view mi, std::string* out);
 
 // ---- Encoders (constructed by MakeKeyEncoder) -----------------------------
 
+// Appends the 16-byte coordinate key of `record` (keycodec.h); the
+// coordinate encoder's Append, which the minimiser order uses for placed
+// reads. InvalidArgument (nothing appended) as CheckCoordinate.
+absl::Status AppendCoordinateKey(const bam1_t& record, uint64_t seq, std::string* key);
+
 // -n (natural) or -N (lexicographic).
 std::unique_ptr<KeyEncoder> MakeNameEncoder(bool natural);
 // -t TAG, then coordinate (order.kind kCoordinate) or then the name order

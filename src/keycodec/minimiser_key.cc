@@ -81,13 +81,7 @@ class MinimiserEncoder : public KeyEncoder {
   // Appends the key; *m is the minimiser of an unplaced record.
   absl::Status AppendKey(const bam1_t& record, uint64_t seq, std::string* key, Minimiser* m) const {
     const bam1_core_t& c = record.core;
-    if (c.tid != -1) {
-      if (absl::Status s = CheckCoordinate(c.tid, c.pos); !s.ok()) return s;
-      char bytes[kCoordinateKeySize];
-      EncodeCoordinateKey({c.tid, c.pos, (c.flag & BAM_FREVERSE) != 0, seq}, bytes);
-      key->append(bytes, sizeof(bytes));
-      return absl::OkStatus();
-    }
+    if (c.tid != -1) return AppendCoordinateKey(record, seq, key);
     *m = FindMinimiser(record, options_);
     // The strand as written: the rewrite flips it with the sequence.
     const bool reverse = ((c.flag & BAM_FREVERSE) != 0) != m->reverse;
@@ -120,54 +114,46 @@ Minimiser FindMinimiser(const bam1_t& record, const MinimiserOptions& options) {
   const uint64_t hash_xor = kHashXor & mask;
   const bool squash = options.squash_homopolymers;
 
-  // Forward: codes shift in at the bottom. The first k - 1 bases accepted
-  // fill the k-mer; every later one completes a k-mer.
+  // One pass over the bases taken (with squashing, each base that differs
+  // from the one before) builds both strands' k-mers: forward codes shift
+  // in at the bottom, complement codes at the top, so the reverse k-mer is
+  // the reverse complement of the forward one. The first k - 1 bases taken
+  // fill them; every later one completes a k-mer of each strand.
   StrandBest forward;
-  {
-    uint64_t kmer = 0;
-    int last = -1;
-    int filled = 0;
-    for (int64_t i = 0; i < len; ++i) {
-      const int base = bam_seqi(seq, i);
-      if (squash && base == last) continue;
-      last = base;
-      kmer = ((kmer << 2) | kForwardCode[base]) & mask;
-      if (filled < k - 1) {
-        ++filled;
-      } else if ((kmer ^ hash_xor) < forward.hash) {
-        forward.hash = kmer ^ hash_xor;
-        forward.end_index = i;
-      }
+  StrandBest backward;
+  uint64_t forward_kmer = 0;
+  uint64_t backward_kmer = 0;
+  const int top = 2 * (k - 1);
+  int last = -1;
+  int filled = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    const int base = bam_seqi(seq, i);
+    if (squash && base == last) continue;
+    last = base;
+    forward_kmer = ((forward_kmer << 2) | kForwardCode[base]) & mask;
+    backward_kmer = (backward_kmer >> 2) | (uint64_t{kReverseCode[base]} << top);
+    if (filled < k - 1) {
+      ++filled;
+      continue;
+    }
+    if ((forward_kmer ^ hash_xor) < forward.hash) {
+      forward.hash = forward_kmer ^ hash_xor;
+      forward.end_index = i;
+    }
+    if ((backward_kmer ^ hash_xor) < backward.hash) {
+      backward.hash = backward_kmer ^ hash_xor;
+      // samtools' position of a reverse k-mer: len - i + k - 2.
+      backward.end_index = len - i + k - 2;
     }
   }
+  // The reverse strand wins only when strictly smaller.
   Minimiser m;
   m.hash = forward.hash;
   int64_t end = forward.end_index;
-  if (options.try_reverse) {
-    // Reverse complement: complement codes shift in at the top.
-    StrandBest backward;
-    uint64_t kmer = 0;
-    int last = -1;
-    int filled = 0;
-    const int top = 2 * (k - 1);
-    for (int64_t i = 0; i < len; ++i) {
-      const int base = bam_seqi(seq, i);
-      if (squash && base == last) continue;
-      last = base;
-      kmer = (kmer >> 2) | (uint64_t{kReverseCode[base]} << top);
-      if (filled < k - 1) {
-        ++filled;
-      } else if ((kmer ^ hash_xor) < backward.hash) {
-        backward.hash = kmer ^ hash_xor;
-        // samtools' position of a reverse k-mer: len - i + k - 2.
-        backward.end_index = len - i + k - 2;
-      }
-    }
-    if (backward.hash < m.hash) {
-      m.hash = backward.hash;
-      end = backward.end_index;
-      m.reverse = true;
-    }
+  if (options.try_reverse && backward.hash < m.hash) {
+    m.hash = backward.hash;
+    end = backward.end_index;
+    m.reverse = true;
   }
   m.offset = end - (k - 1);
   return m;

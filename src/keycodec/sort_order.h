@@ -3,10 +3,10 @@
 // The order a sort produces, as a value: which of samtools sort's orders
 // (coordinate, -n/-N query name, -t TAG, --template-coordinate, -M
 // minimiser) and the @HD header fields samtools 1.23.1 writes for it
-// (HeaderFieldsFor; ApplySortOrder writes them into a header). The CLI resolves samtools'
-// option combinations into one SortOrder (FromFlags); everything downstream
-// (the key encoder, the output header, whether an index can be written)
-// reads it from here. ../docs/key_format.md describes each order's key.
+// (HeaderFieldsFor; ApplySortOrder writes them into a header). The CLI
+// resolves samtools' option combinations into one SortOrder (FromFlags);
+// everything downstream (the key encoder, the output header, whether an
+// index can be written) reads it from here. ../docs/key_format.md describes each order's key.
 //
 // Value type; thread-compatible.
 #ifndef ROCKSORT_KEYCODEC_SORT_ORDER_H_

@@ -79,16 +79,7 @@ uint64_t Code(char base) {
 
 // Of the complement strand: A C G T -> 3 2 1 0, every other base as T.
 uint64_t ComplementCode(char base) {
-  switch (base) {
-    case 'A':
-      return 3;
-    case 'C':
-      return 2;
-    case 'G':
-      return 1;
-    default:
-      return 0;
-  }
+  return std::string("ACGT").find(base) == std::string::npos ? 0 : 3 - Code(base);
 }
 
 Minimiser ReferenceMinimiser(const std::string& seq, const MinimiserOptions& o) {
